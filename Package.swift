@@ -1,0 +1,78 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Swift 6 language mode everywhere, plus the two upcoming features STYLE.md asks for.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "stage-compositor",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "stage-compositor", targets: ["stage-compositor"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C: FFmpeg 5.1 through pkg-config, and prefixed wrappers for its macros.
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev",
+                              "libswresample-dev", "libavutil-dev"])]
+        ),
+        .target(
+            name: "CFFmpegShim",
+            dependencies: ["CFFmpeg"],
+            linkerSettings: ["avformat", "avcodec", "swscale", "swresample", "avutil"].map { .linkedLibrary($0) }
+        ),
+
+        // Pure modules: Foundation and MediaCore only.
+        .target(name: "MediaCore", swiftSettings: strict),
+        .target(name: "Layout", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "Lifecycle", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "HLS", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "APIModels", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "Events", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "Stages", dependencies: ["MediaCore"], swiftSettings: strict),
+
+        // The only importer of the C modules.
+        .target(name: "FFmpeg", dependencies: ["CFFmpeg", "CFFmpegShim", "MediaCore"], swiftSettings: strict),
+
+        // Media pipeline and outputs.
+        .target(
+            name: "Pipeline",
+            dependencies: ["FFmpeg", "MediaCore", "Layout", "Stages",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Destinations",
+            dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "stage-compositor",
+            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
+        .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
+        .testTarget(name: "APIModelsTests", dependencies: ["APIModels"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events"]),
+        .testTarget(name: "StagesTests", dependencies: ["Stages"]),
+        .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore"]),
+    ]
+)

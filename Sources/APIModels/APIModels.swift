@@ -1,0 +1,1 @@
+// APIModels module: see issues #2–#5.

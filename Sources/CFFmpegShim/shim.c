@@ -1,0 +1,35 @@
+#include "CFFmpegShim.h"
+#include <errno.h>
+#include <stdio.h>
+#include <libavutil/avutil.h>
+#include <libavutil/error.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/display.h>
+#include <libavutil/frame.h>
+
+int cffshim_error_again(void) { return AVERROR(EAGAIN); }
+int cffshim_error_eof(void) { return AVERROR_EOF; }
+int cffshim_error_nomem(void) { return AVERROR(ENOMEM); }
+int cffshim_error_invalid(void) { return AVERROR(EINVAL); }
+int cffshim_error_timedout(void) { return AVERROR(ETIMEDOUT); }
+int cffshim_error_pipe(void) { return AVERROR(EPIPE); }
+int64_t cffshim_nopts(void) { return AV_NOPTS_VALUE; }
+int cffshim_time_base(void) { return AV_TIME_BASE; }
+
+void cffshim_strerror(int code, char *buf, size_t size) {
+    if (size == 0) return;
+    if (av_strerror(code, buf, size) < 0) {
+        snprintf(buf, size, "FFmpeg error %d", code);
+    }
+    buf[size - 1] = 0;
+}
+
+void cffshim_channel_layout_default(struct AVChannelLayout *layout, int channels) {
+    av_channel_layout_default(layout, channels);
+}
+
+double cffshim_frame_rotation(const struct AVFrame *frame) {
+    AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
+    if (!sd) return 0;
+    return av_display_rotation_get((const int32_t *)sd->data);
+}

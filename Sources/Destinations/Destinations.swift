@@ -1,0 +1,1 @@
+// Destinations module: see issues #2–#5.

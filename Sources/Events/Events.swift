@@ -1,0 +1,1 @@
+// Events module: see issues #2–#5.

@@ -1,0 +1,1 @@
+// FFmpeg wrapper: the only module that imports CFFmpeg.

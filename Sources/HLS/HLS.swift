@@ -1,0 +1,1 @@
+// HLS module: see issues #2–#5.

@@ -1,0 +1,116 @@
+// The contract between the compositor and the layout engines: who is on stage in, tiles out.
+
+/// An axis-aligned rectangle in canvas pixels. Layout engines only produce even values
+/// (YUV 4:2:0 chroma is subsampled by two in both directions).
+public struct Rect: Hashable, Sendable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    public var maxX: Int { x + width }
+    public var maxY: Int { y + height }
+    public var area: Int { width * height }
+    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
+
+    public func intersects(_ other: Rect) -> Bool {
+        x < other.maxX && other.x < maxX && y < other.maxY && other.y < maxY
+    }
+
+    public func contains(_ other: Rect) -> Bool {
+        other.x >= x && other.y >= y && other.maxX <= maxX && other.maxY <= maxY
+    }
+}
+
+/// A pixel size (canvas or video).
+public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// How a video is fitted into its tile (IVS `videoFillMode`).
+public enum VideoFillMode: String, Codable, Sendable, CaseIterable {
+    /// Stretch to the tile, ignoring aspect ratio.
+    case fill = "FILL"
+    /// Scale to cover the tile, cropping the overflow (centred).
+    case cover = "COVER"
+    /// Scale to fit inside the tile, letterboxing the rest.
+    case contain = "CONTAIN"
+}
+
+/// A participant's video as the layout sees it.
+public enum VideoState: Hashable, Sendable {
+    /// Publishing video of this size (display size, after rotation).
+    case publishing(PixelSize)
+    /// Video stopped by the publisher (camera off).
+    case stopped
+    /// No video track, or one the compositor will not render (above 1080p, SPEC §4).
+    case audioOnly
+}
+
+/// One publishing participant on the stage, as input to a layout.
+public struct LayoutParticipant: Hashable, Sendable {
+    public var participantId: String
+    public var userId: String
+    public var attributes: [String: String]
+    /// Order of arrival on the stage (smaller = earlier); ties break by participantId.
+    public var arrivalIndex: Int
+    public var video: VideoState
+
+    public init(participantId: String, userId: String = "", attributes: [String: String] = [:],
+                arrivalIndex: Int, video: VideoState) {
+        self.participantId = participantId
+        self.userId = userId
+        self.attributes = attributes
+        self.arrivalIndex = arrivalIndex
+        self.video = video
+    }
+}
+
+/// What a tile shows.
+public enum TileContent: Hashable, Sendable {
+    /// The participant's latest video frame, fitted with `fillMode`.
+    case video
+    /// A "camera off" placeholder (stopped video, audio-only, or video above 1080p).
+    case cameraOff
+}
+
+/// One participant's place on the canvas for one output frame.
+public struct Tile: Hashable, Sendable, CustomStringConvertible {
+    public var participantId: String
+    public var rect: Rect
+    public var fillMode: VideoFillMode
+    /// Drawing order: higher is drawn later (on top). The PiP window is the only overlap.
+    public var zIndex: Int
+    public var content: TileContent
+
+    public init(participantId: String, rect: Rect, fillMode: VideoFillMode, zIndex: Int, content: TileContent) {
+        self.participantId = participantId
+        self.rect = rect
+        self.fillMode = fillMode
+        self.zIndex = zIndex
+        self.content = content
+    }
+
+    public var description: String { "\(participantId)@\(rect)[\(fillMode.rawValue),z\(zIndex),\(content)]" }
+}
+
+/// A layout: participants in, tiles out, sorted by `zIndex` (draw order). Pure and
+/// deterministic; the compositor calls it whenever the stage changes.
+public protocol LayoutEngine: Sendable {
+    func tiles(canvas: PixelSize, participants: [LayoutParticipant]) -> [Tile]
+}

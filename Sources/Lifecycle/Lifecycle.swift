@@ -1,0 +1,1 @@
+// Lifecycle module: see issues #2–#5.

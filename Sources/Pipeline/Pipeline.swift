@@ -1,0 +1,1 @@
+// Pipeline module: see issues #2–#5.
