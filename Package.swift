@@ -36,9 +36,12 @@ let package = Package(
         .target(name: "Layout", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "Lifecycle", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "HLS", dependencies: ["MediaCore"], swiftSettings: strict),
-        .target(name: "APIModels", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "APIModels", dependencies: ["MediaCore", "Layout"], swiftSettings: strict),
         .target(name: "Events", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "Stages", dependencies: ["MediaCore"], swiftSettings: strict),
+
+        // Object storage behind one protocol: a local directory per bucket (S3 later).
+        .target(name: "Storage", dependencies: ["MediaCore"], swiftSettings: strict),
 
         // The only importer of the C modules.
         .target(name: "FFmpeg", dependencies: ["CFFmpeg", "CFFmpegShim", "MediaCore"], swiftSettings: strict),
@@ -52,14 +55,14 @@ let package = Package(
         ),
         .target(
             name: "Destinations",
-            dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline",
+            dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline", "Storage",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
 
         .executableTarget(
             name: "stage-compositor",
-            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore",
+            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
@@ -69,10 +72,11 @@ let package = Package(
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
-        .testTarget(name: "APIModelsTests", dependencies: ["APIModels"]),
+        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EventsTests", dependencies: ["Events"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
     ]
 )

@@ -1,0 +1,1 @@
+// Storage module: object storage behind one protocol.
