@@ -1,1 +1,0 @@
-// Destinations module: see issues #2–#5.

@@ -1,1 +1,0 @@
-// FFmpeg wrapper: the only module that imports CFFmpeg.

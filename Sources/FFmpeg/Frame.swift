@@ -1,0 +1,143 @@
+internal import CFFmpeg
+internal import CFFmpegShim
+public import MediaCore
+
+/// An owned AVFrame (decoded video or audio). Reused across decode calls: `receive` unrefs
+/// the old buffers and takes new ones from the codec's pool, so steady state allocates nothing.
+public final class Frame {
+    fileprivate(set) var pointer: UnsafeMutablePointer<AVFrame>
+
+    public init() {
+        guard let frame = av_frame_alloc() else { fatalError("av_frame_alloc: out of memory") }
+        pointer = frame
+    }
+
+    deinit {
+        var frame: UnsafeMutablePointer<AVFrame>? = pointer
+        av_frame_free(&frame)
+    }
+
+    public var width: Int { Int(pointer.pointee.width) }
+    public var height: Int { Int(pointer.pointee.height) }
+    public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
+    public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
+    public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
+    public var hasData: Bool { pointer.pointee.data.0 != nil || pointer.pointee.buf.0 != nil }
+
+    /// The frame's timestamp (best effort), or nil when unknown.
+    public var bestEffortTimestamp: Int64? {
+        let ts = pointer.pointee.best_effort_timestamp
+        return ts == AVCodes.noPTS ? nil : ts
+    }
+
+    public var pts: Int64 {
+        get { pointer.pointee.pts }
+        set { pointer.pointee.pts = newValue }
+    }
+
+    /// Display rotation in degrees (counter-clockwise, as FFmpeg reports), 0 when absent.
+    public var rotationDegrees: Int {
+        Int(cffshim_frame_rotation(pointer).rounded())
+    }
+
+    public func unref() { av_frame_unref(pointer) }
+
+    /// Moves the buffers of `other` into this frame (other becomes empty). No copy.
+    public func take(from other: Frame) {
+        av_frame_unref(pointer)
+        av_frame_move_ref(pointer, other.pointer)
+    }
+
+    /// Swaps contents with another frame (no copy, no allocation).
+    public func swap(with other: Frame) {
+        Swift.swap(&pointer, &other.pointer)
+    }
+}
+
+/// An owned AVPacket (compressed data). Moved, never copied, between demuxer, decoder,
+/// encoder and muxers.
+public final class Packet {
+    let pointer: UnsafeMutablePointer<AVPacket>
+
+    public init() {
+        guard let packet = av_packet_alloc() else { fatalError("av_packet_alloc: out of memory") }
+        pointer = packet
+    }
+
+    deinit {
+        var packet: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&packet)
+    }
+
+    public var streamIndex: Int {
+        get { Int(pointer.pointee.stream_index) }
+        set { pointer.pointee.stream_index = Int32(newValue) }
+    }
+    public var pts: Int64 {
+        get { pointer.pointee.pts }
+        set { pointer.pointee.pts = newValue }
+    }
+    public var dts: Int64 {
+        get { pointer.pointee.dts }
+        set { pointer.pointee.dts = newValue }
+    }
+    public var duration: Int64 {
+        get { pointer.pointee.duration }
+        set { pointer.pointee.duration = newValue }
+    }
+    public var size: Int { Int(pointer.pointee.size) }
+    public var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    public var hasPTS: Bool { pointer.pointee.pts != AVCodes.noPTS }
+
+    public func unref() { av_packet_unref(pointer) }
+
+    /// A new packet referencing the same data (refcounted, no copy of the payload).
+    public func reference() -> Packet {
+        let copy = Packet()
+        av_packet_ref(copy.pointer, pointer)
+        return copy
+    }
+
+    /// Moves this packet's data into `other`.
+    public func move(into other: Packet) {
+        av_packet_unref(other.pointer)
+        av_packet_move_ref(other.pointer, pointer)
+    }
+
+    /// Rescales pts/dts/duration between time bases.
+    public func rescaleTimestamps(from source: Rational, to target: Rational) {
+        av_packet_rescale_ts(pointer, source.avRational, target.avRational)
+    }
+
+    /// The payload bytes (copied), for tests and diagnostics.
+    public var bytes: [UInt8] {
+        guard let data = pointer.pointee.data, size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: size))
+    }
+}
+
+extension Rational {
+    var avRational: AVRational { AVRational(num: Int32(numerator), den: Int32(denominator)) }
+    init(_ value: AVRational) { self.init(Int64(value.num), Int64(value.den == 0 ? 1 : value.den)) }
+}
+
+extension Frame {
+    /// Copies planar float stereo samples into this (FLTP, allocated) audio frame.
+    public func writeFloatPlanar(left: UnsafePointer<Float>, right: UnsafePointer<Float>, count: Int, pts: Int64) {
+        let f = pointer.pointee
+        let l = UnsafeMutableRawPointer(f.data.0!).assumingMemoryBound(to: Float.self)
+        let r = UnsafeMutableRawPointer(f.data.1!).assumingMemoryBound(to: Float.self)
+        l.update(from: left, count: count)
+        r.update(from: right, count: count)
+        pointer.pointee.nb_samples = Int32(count)
+        pointer.pointee.pts = pts
+    }
+}
+
+extension Packet {
+    /// Makes `other` reference this packet's data (refcounted; no payload copy).
+    public func reference(into other: Packet) {
+        av_packet_unref(other.pointer)
+        av_packet_ref(other.pointer, pointer)
+    }
+}

@@ -1,0 +1,111 @@
+internal import CFFmpeg
+internal import CFFmpegShim
+public import MediaCore
+
+/// A libavformat muxer writing either to a URL (file, rtmp://) or to memory (HLS segments,
+/// handed to storage as bytes).
+public final class Muxer {
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private let inMemory: Bool
+    private var headerWritten = false
+    private var finished = false
+    private let scratch = Packet()
+    private var sourceTimeBases: [Rational] = []
+    public let format: String
+    /// When false the caller orders packets itself (segmenters, so that a segment holds
+    /// exactly the packets written before the cut) and they are written as they come.
+    private let interleaved: Bool
+
+    /// `url` nil: the output collects in memory and `finish()` / `cutSegment()` return it.
+    public init(format: String, url: String? = nil, interleaved: Bool = true) throws(FFmpegError) {
+        self.format = format
+        self.interleaved = interleaved
+        inMemory = url == nil
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&ctx, nil, format, url), "create \(format) muxer")
+        context = ctx
+        if inMemory {
+            try check(avio_open_dyn_buf(&ctx!.pointee.pb), "open memory output")
+        } else if let url, ctx!.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
+            try check(avio_open2(&ctx!.pointee.pb, url, AVIO_FLAG_WRITE, nil, nil), "open \(url)")
+        }
+    }
+
+    deinit {
+        guard let ctx = context else { return }
+        if ctx.pointee.pb != nil {
+            if inMemory {
+                var buffer: UnsafeMutablePointer<UInt8>? = nil
+                _ = avio_close_dyn_buf(ctx.pointee.pb, &buffer)
+                av_free(buffer)
+            } else {
+                avio_closep(&ctx.pointee.pb)
+            }
+        }
+        avformat_free_context(ctx)
+    }
+
+    /// Adds a stream carrying `encoder`'s output; returns its index.
+    @discardableResult
+    public func addStream(like encoder: Encoder) throws(FFmpegError) -> Int {
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw FFmpegError(kind: .outOfMemory, operation: "add stream", message: "allocation failed")
+        }
+        try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "copy \(encoder.codecName) parameters")
+        stream.pointee.time_base = encoder.timeBase.avRational
+        sourceTimeBases.append(encoder.timeBase)
+        return Int(stream.pointee.index)
+    }
+
+    public func writeHeader(options: [String: String] = [:]) throws(FFmpegError) {
+        var dictionary: OpaquePointer? = nil
+        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
+        defer { av_dict_free(&dictionary) }
+        try check(avformat_write_header(context, &dictionary), "write \(format) header")
+        headerWritten = true
+    }
+
+    /// Writes a reference to `packet` (which stays valid for other destinations) on `stream`,
+    /// rescaling its timestamps from its encoder's time base.
+    public func write(_ packet: Packet, stream: Int) throws(FFmpegError) {
+        try check(av_packet_ref(scratch.pointer, packet.pointer), "reference packet")
+        scratch.streamIndex = stream
+        let target = Rational(context!.pointee.streams[stream]!.pointee.time_base)
+        scratch.rescaleTimestamps(from: sourceTimeBases[stream], to: target)
+        let code = interleaved ? av_interleaved_write_frame(context, scratch.pointer) : av_write_frame(context, scratch.pointer)
+        scratch.unref()
+        try check(code, "write \(format) packet")
+    }
+
+    /// In-memory muxers: flushes what the muxer buffers (e.g. a pending audio PES), returns
+    /// the bytes written since the previous cut, and starts a new buffer. For MPEG-TS the
+    /// PAT/PMT are re-sent at the start of the next segment so each segment stands alone.
+    public func cutSegment() throws(FFmpegError) -> [UInt8] {
+        guard inMemory, let ctx = context else { return [] }
+        try check(av_write_frame(ctx, nil), "flush \(format) muxer")
+        avio_flush(ctx.pointee.pb)
+        var buffer: UnsafeMutablePointer<UInt8>? = nil
+        let size = avio_close_dyn_buf(ctx.pointee.pb, &buffer)
+        ctx.pointee.pb = nil
+        defer { av_free(buffer) }
+        try check(avio_open_dyn_buf(&ctx.pointee.pb), "open memory output")
+        if format == "mpegts" { av_opt_set(ctx.pointee.priv_data, "mpegts_flags", "+resend_headers", 0) }
+        guard let buffer, size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: buffer, count: Int(size)))
+    }
+
+    /// Writes the trailer. For in-memory muxers returns everything written.
+    @discardableResult
+    public func finish() throws(FFmpegError) -> [UInt8] {
+        guard !finished else { return [] }
+        finished = true
+        if headerWritten { try check(av_write_trailer(context), "write \(format) trailer") }
+        guard inMemory, let ctx = context, ctx.pointee.pb != nil else { return [] }
+        var buffer: UnsafeMutablePointer<UInt8>? = nil
+        let size = avio_close_dyn_buf(ctx.pointee.pb, &buffer)
+        ctx.pointee.pb = nil
+        defer { av_free(buffer) }
+        guard let buffer, size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: buffer, count: Int(size)))
+    }
+}

@@ -1,0 +1,141 @@
+internal import CFFmpeg
+internal import CFFmpegShim
+
+/// A pixel rectangle (source crop or destination area).
+public struct PixelRect: Equatable, Sendable {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+}
+
+/// Pointers into a YUV 4:2:0 picture, for drawing (fills, camera-off tiles).
+public struct YUVPlanes {
+    public var y: UnsafeMutablePointer<UInt8>
+    public var u: UnsafeMutablePointer<UInt8>
+    public var v: UnsafeMutablePointer<UInt8>
+    public var yStride: Int
+    public var uStride: Int
+    public var vStride: Int
+    public var width: Int
+    public var height: Int
+}
+
+extension Frame {
+    /// The planes of a YUV420P frame (the compositor's canvas).
+    public var yuvPlanes: YUVPlanes {
+        let f = pointer.pointee
+        return YUVPlanes(y: f.data.0!, u: f.data.1!, v: f.data.2!,
+                         yStride: Int(f.linesize.0), uStride: Int(f.linesize.1), vStride: Int(f.linesize.2),
+                         width: Int(f.width), height: Int(f.height))
+    }
+
+    /// Fills a rectangle of a YUV420P frame with one colour (x, y, width, height even).
+    public func fill(_ rect: PixelRect, y: UInt8, u: UInt8, v: UInt8) {
+        let planes = yuvPlanes
+        guard rect.width > 0, rect.height > 0 else { return }
+        for row in rect.y..<(rect.y + rect.height) {
+            (planes.y + row * planes.yStride + rect.x).update(repeating: y, count: rect.width)
+        }
+        for row in (rect.y / 2)..<((rect.y + rect.height) / 2) {
+            (planes.u + row * planes.uStride + rect.x / 2).update(repeating: u, count: rect.width / 2)
+            (planes.v + row * planes.vStride + rect.x / 2).update(repeating: v, count: rect.width / 2)
+        }
+    }
+
+    /// Reads one pixel's (Y, U, V) from a YUV420P frame, for tests and thumbnails.
+    public func yuv(atX x: Int, y: Int) -> (y: UInt8, u: UInt8, v: UInt8) {
+        let planes = yuvPlanes
+        return (planes.y[y * planes.yStride + x], planes.u[(y / 2) * planes.uStride + x / 2], planes.v[(y / 2) * planes.vStride + x / 2])
+    }
+}
+
+/// Scales a crop of a decoded frame straight into a rectangle of the output canvas: one
+/// sws_scale per tile per output frame, no intermediate picture. The SwsContext is cached
+/// and only rebuilt when the source format/size or the tile size changes.
+public final class TileScaler {
+    private var context: OpaquePointer?
+    /// Bilinear: the quality/speed point ffmpeg's own scale filter users pick for live mixes.
+    private let flags = SWS_BILINEAR
+    // Pointer/stride arrays for sws_scale, allocated once (no per-frame allocation).
+    private let srcPointers = UnsafeMutablePointer<UnsafePointer<UInt8>?>.allocate(capacity: 4)
+    private let srcStrides = UnsafeMutablePointer<Int32>.allocate(capacity: 4)
+    private let dstPointers = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: 4)
+    private let dstStrides = UnsafeMutablePointer<Int32>.allocate(capacity: 4)
+
+    public init() {}
+
+    deinit {
+        sws_freeContext(context)
+        srcPointers.deallocate()
+        srcStrides.deallocate()
+        dstPointers.deallocate()
+        dstStrides.deallocate()
+    }
+
+    /// Scales `source` cropped to `crop` into `destination` of `canvas` (YUV420P).
+    /// Crop and destination are clamped to even coordinates by the caller.
+    public func scale(_ source: Frame, crop: PixelRect, into canvas: Frame, destination: PixelRect) throws(FFmpegError) {
+        let src = source.pointer.pointee
+        let format = AVPixelFormat(rawValue: src.format)
+        guard let descriptor = av_pix_fmt_desc_get(format) else {
+            throw FFmpegError(kind: .unsupported, operation: "scale", message: "unknown pixel format \(src.format)")
+        }
+        context = sws_getCachedContext(context, Int32(crop.width), Int32(crop.height), format,
+                                       Int32(destination.width), Int32(destination.height), AV_PIX_FMT_YUV420P,
+                                       flags, nil, nil, nil)
+        guard let context else {
+            throw FFmpegError(kind: .unsupported, operation: "scale", message: "no scaler for \(crop.width)x\(crop.height) format \(src.format)")
+        }
+        let desc = descriptor.pointee
+        let planeCount = Int(av_pix_fmt_count_planes(format))
+        srcPointers.update(repeating: nil, count: 4)
+        srcStrides.update(repeating: 0, count: 4)
+        withUnsafeBytes(of: src.data) { dataRaw in
+            withUnsafeBytes(of: src.linesize) { linesRaw in
+                let data = dataRaw.bindMemory(to: UnsafeMutablePointer<UInt8>?.self)
+                let lines = linesRaw.bindMemory(to: Int32.self)
+                for plane in 0..<min(planeCount, 4) {
+                    guard let base = data[plane] else { continue }
+                    let isChroma = (plane == 1 || plane == 2) && (desc.flags & UInt64(AV_PIX_FMT_FLAG_RGB)) == 0
+                    let shiftW = isChroma ? Int(desc.log2_chroma_w) : 0
+                    let shiftH = isChroma ? Int(desc.log2_chroma_h) : 0
+                    let step = stepBytes(desc, plane: plane)
+                    let offset = (crop.y >> shiftH) * Int(lines[plane]) + (crop.x >> shiftW) * step
+                    srcPointers[plane] = UnsafePointer(base + offset)
+                    srcStrides[plane] = lines[plane]
+                }
+            }
+        }
+        let planes = canvas.yuvPlanes
+        dstPointers[0] = planes.y + destination.y * planes.yStride + destination.x
+        dstPointers[1] = planes.u + (destination.y / 2) * planes.uStride + destination.x / 2
+        dstPointers[2] = planes.v + (destination.y / 2) * planes.vStride + destination.x / 2
+        dstPointers[3] = nil
+        dstStrides[0] = Int32(planes.yStride)
+        dstStrides[1] = Int32(planes.uStride)
+        dstStrides[2] = Int32(planes.vStride)
+        dstStrides[3] = 0
+        let rows = sws_scale(context, srcPointers, srcStrides, 0, Int32(crop.height), dstPointers, dstStrides)
+        if rows < 0 { throw FFmpegError(code: rows, operation: "scale") }
+    }
+
+    private func stepBytes(_ desc: AVPixFmtDescriptor, plane: Int) -> Int {
+        var step = 1
+        withUnsafeBytes(of: desc.comp) { raw in
+            let components = raw.bindMemory(to: AVComponentDescriptor.self)
+            for index in 0..<Int(desc.nb_components) where Int(components[index].plane) == plane {
+                step = Int(components[index].step)
+                break
+            }
+        }
+        return step
+    }
+}

@@ -1,0 +1,108 @@
+// The audio mixer: every publishing, unmuted participant's audio summed at 48 kHz stereo,
+// through a limiter, cut into the encoder's frames. Integer sample positions throughout:
+// tick n covers samples [n·rate/fps, (n+1)·rate/fps), so fractional frame durations never drift.
+
+public import FFmpeg
+public import MediaCore
+
+public final class AudioMixer {
+    public let sampleRate: Int
+    private let frameRate: Rational
+    private let encoderFrame: Frame
+    private let frameSize: Int
+    private let mixLeft: UnsafeMutablePointer<Float>
+    private let mixRight: UnsafeMutablePointer<Float>
+    private let mixCapacity: Int
+    // Pending mixed samples not yet handed to the encoder (< frameSize + one tick).
+    private let fifoLeft: UnsafeMutablePointer<Float>
+    private let fifoRight: UnsafeMutablePointer<Float>
+    private let fifoCapacity: Int
+    private var fifoCount = 0
+    /// Samples handed to the encoder so far (the next audio frame's pts).
+    public private(set) var encodedSamples: Int64 = 0
+    private var limiter = Limiter()
+    /// Peak level of the last mixed tick (0...1), for metrics.
+    public private(set) var lastPeak: Float = 0
+
+    public init(sampleRate: Int, frameRate: Rational, encoderFrame: Frame, frameSize: Int) {
+        self.sampleRate = sampleRate
+        self.frameRate = frameRate
+        self.encoderFrame = encoderFrame
+        self.frameSize = frameSize
+        mixCapacity = sampleRate // one second: far more than one tick
+        mixLeft = .allocate(capacity: mixCapacity)
+        mixRight = .allocate(capacity: mixCapacity)
+        fifoCapacity = frameSize + mixCapacity
+        fifoLeft = .allocate(capacity: fifoCapacity)
+        fifoRight = .allocate(capacity: fifoCapacity)
+    }
+
+    deinit {
+        mixLeft.deallocate()
+        mixRight.deallocate()
+        fifoLeft.deallocate()
+        fifoRight.deallocate()
+    }
+
+    /// First sample position of output frame `tick`.
+    public func samplePosition(ofTick tick: Int64) -> Int64 {
+        Rational(frameRate.denominator, frameRate.numerator).rescaleDown(tick, to: Rational(1, Int64(sampleRate)))
+    }
+
+    /// Mixes the samples of output frame `tick` into the queue for the encoder.
+    public func mix(tick: Int64, participants: [StageParticipantState], source: any StageSource) {
+        let from = samplePosition(ofTick: tick)
+        let to = samplePosition(ofTick: tick + 1)
+        let count = Int(to - from)
+        mixLeft.update(repeating: 0, count: count)
+        mixRight.update(repeating: 0, count: count)
+        for state in participants {
+            guard let subscriber = source.subscriber(for: state.participantId) else { continue }
+            subscriber.advanceAudio(to: to)
+            let audible = state.isPublished && !state.isAudioMuted
+            subscriber.audio.mix(from: from, count: count, gain: audible ? 1 : 0, intoLeft: mixLeft, right: mixRight)
+        }
+        lastPeak = limiter.process(left: mixLeft, right: mixRight, count: count)
+        (fifoLeft + fifoCount).update(from: mixLeft, count: count)
+        (fifoRight + fifoCount).update(from: mixRight, count: count)
+        fifoCount += count
+    }
+
+    /// Fills the encoder frame with the next `frameSize` samples if that many are queued (or,
+    /// when `flush`, whatever remains). Returns the frame, or nil when not enough is queued.
+    public func nextEncoderFrame(flush: Bool = false, encoder: Encoder) throws(FFmpegError) -> Frame? {
+        let available = min(fifoCount, frameSize)
+        guard available == frameSize || (flush && available > 0) else { return nil }
+        try encoder.prepareForWriting(encoderFrame)
+        encoderFrame.writeFloatPlanar(left: fifoLeft, right: fifoRight, count: available, pts: encodedSamples)
+        encodedSamples += Int64(available)
+        fifoCount -= available
+        if fifoCount > 0 {
+            fifoLeft.update(from: fifoLeft + available, count: fifoCount)
+            fifoRight.update(from: fifoRight + available, count: fifoCount)
+        }
+        return encoderFrame
+    }
+}
+
+/// A peak limiter: instant attack, smooth release, never lets |sample| exceed `ceiling`.
+struct Limiter {
+    var gain: Float = 1
+    let ceiling: Float = 0.98
+    /// Per-sample release toward unity gain (about 50 ms at 48 kHz).
+    let release: Float = 0.0004
+
+    /// Limits in place; returns the input peak.
+    mutating func process(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, count: Int) -> Float {
+        var peak: Float = 0
+        for i in 0..<count {
+            let level = max(abs(left[i]), abs(right[i]))
+            peak = max(peak, level)
+            if level * gain > ceiling { gain = ceiling / level }
+            left[i] *= gain
+            right[i] *= gain
+            if gain < 1 { gain = min(1, gain + release) }
+        }
+        return peak
+    }
+}

@@ -1,0 +1,229 @@
+// Runs one composition: a fixed tick at the output frame rate drives everything.
+//
+//   for each output frame n (stage time n/fps):
+//     stage state at t ─► VideoCompositor (layout → scale tiles into canvas) ─► H.264 ─┐
+//                      └► AudioMixer (48 kHz stereo, limiter) ─► AAC ───────────────────┴► sinks
+//
+// Real-time or as fast as possible is only the Pacer; the code path is the same.
+
+public import FFmpeg
+public import Layout
+public import MediaCore
+public import Logging
+
+public struct CompositionSettings {
+    public var video: VideoEncoderSettings
+    public var audio: AudioEncoderSettings
+    public var layout: any LayoutEngine
+    /// Stop after this much output. Nil: the source's duration, or until `shouldStop`.
+    public var duration: MediaTime?
+
+    public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
+                layout: any LayoutEngine, duration: MediaTime? = nil) {
+        self.video = video
+        self.audio = audio
+        self.layout = layout
+        self.duration = duration
+    }
+}
+
+public struct CompositionProgress: Sendable, Equatable {
+    public var frames: Int64
+    public var composed: MediaTime
+    /// Frames that were due before the previous one was done (real-time only): repeated.
+    public var laggedFrames: Int64
+    public var publishers: Int
+}
+
+public struct CompositionResult: Sendable, Equatable {
+    public var frames: Int64
+    public var audioSamples: Int64
+    public var duration: MediaTime
+    public var layoutChanges: Int
+    public var laggedFrames: Int64
+    /// Sinks that failed during the run, with the reason (the others went on).
+    public var failedSinks: [String: String]
+}
+
+/// Things the owner (CLI or daemon) wants to know as they happen.
+public enum SessionEvent: Sendable, Equatable {
+    /// The first frame was encoded: media is flowing (composition ACTIVE).
+    case mediaFlowing
+    /// A sink accepted its first packet.
+    case sinkActive(String)
+    /// A sink failed and was dropped; the composition goes on if others remain.
+    case sinkFailed(String, reason: String)
+    /// Number of publishing participants changed.
+    case publishersChanged(Int, at: MediaTime)
+}
+
+public final class CompositionSession {
+    private let source: any StageSource
+    private let settings: CompositionSettings
+    private var sinks: [any PacketSink]
+    private let logger: Logger
+    private let videoEncoder: Encoder
+    private let audioEncoder: Encoder
+    private let compositor: VideoCompositor
+    private let mixer: AudioMixer
+    private let packet = Packet()
+    private var failedSinks: [String: String] = [:]
+    private var activeSinks: Set<String> = []
+    private let observer: (SessionEvent) -> Void
+
+    public init(source: any StageSource, settings: CompositionSettings, sinks: [any PacketSink],
+                logger: Logger, observer: @escaping (SessionEvent) -> Void = { _ in }) throws(PipelineError) {
+        self.source = source
+        self.settings = settings
+        self.sinks = sinks
+        self.logger = logger
+        self.observer = observer
+        do {
+            videoEncoder = try Encoder(video: settings.video)
+            audioEncoder = try Encoder(audio: settings.audio)
+            compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
+            mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
+                               encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
+        } catch {
+            throw .encoder(error.description)
+        }
+    }
+
+    /// Composes until the duration is reached or `shouldStop` says so, then flushes the
+    /// encoders and finishes every sink. Throws only if no sink could be kept alive.
+    public func run(pacer: inout some Pacer, shouldStop: () -> Bool = { false },
+                    progress: (CompositionProgress) -> Void = { _ in }) throws(PipelineError) -> CompositionResult {
+        for sink in sinks {
+            do {
+                try sink.start(video: videoEncoder, audio: audioEncoder)
+            } catch {
+                dropSink(sink, reason: error.description)
+            }
+        }
+        guard !sinks.isEmpty else { throw .output(failedSinks.values.sorted().joined(separator: "; ")) }
+
+        let frameDuration = settings.video.frameRate.inverted
+        let limit = settings.duration ?? source.duration
+        let totalFrames: Int64? = limit.map { MediaTime.microseconds.rescaleCeil($0.microsecondsValue, to: frameDuration) }
+        var tick: Int64 = 0
+        var lagged: Int64 = 0
+        var publishers = -1
+        var stopError: PipelineError?
+
+        while totalFrames.map({ tick < $0 }) ?? true, !shouldStop() {
+            let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
+            let late = pacer.wait(until: stageTime)
+            let stageMicro = stageTime.microsecondsValue
+            let participants = source.participants(at: stageTime)
+            let publishing = participants.lazy.filter(\.isPublished).count
+            if publishing != publishers {
+                publishers = publishing
+                observer(.publishersChanged(publishing, at: stageTime))
+            }
+            if late > frameDuration.rescale(1, to: MediaTime.microseconds) && tick > 0 {
+                // Behind real time: repeat the previous picture instead of composing a new one.
+                lagged += 1
+                for state in participants { source.subscriber(for: state.participantId)?.advanceVideo(to: stageMicro) }
+            } else {
+                do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
+                compositor.compose(participants: participants, source: source, stageTime: stageMicro)
+            }
+            compositor.canvas.pts = tick
+            mixer.mix(tick: tick, participants: participants, source: source)
+            do {
+                try encode(videoEncoder, frame: compositor.canvas, forceKeyframe: tick % Int64(settings.video.keyframeInterval) == 0, media: .video)
+                if tick == 0 { observer(.mediaFlowing) }
+                while let frame = try mixer.nextEncoderFrame(encoder: audioEncoder) {
+                    try encode(audioEncoder, frame: frame, forceKeyframe: false, media: .audio)
+                }
+            } catch let error as PipelineError {
+                stopError = error
+                break
+            } catch {
+                stopError = .encoder("\(error)")
+                break
+            }
+            tick += 1
+            progress(CompositionProgress(frames: tick, composed: MediaTime(ticks: tick, timeBase: frameDuration),
+                                         laggedFrames: lagged, publishers: publishing))
+        }
+
+        if stopError == nil {
+            do {
+                while let frame = try mixer.nextEncoderFrame(flush: true, encoder: audioEncoder) {
+                    try encode(audioEncoder, frame: frame, forceKeyframe: false, media: .audio)
+                }
+                try encode(videoEncoder, frame: nil, forceKeyframe: false, media: .video)
+                try encode(audioEncoder, frame: nil, forceKeyframe: false, media: .audio)
+            } catch let error as PipelineError {
+                stopError = error
+            } catch {
+                stopError = .encoder("\(error)")
+            }
+        }
+        for sink in sinks {
+            do {
+                try sink.finish(failure: stopError?.description)
+            } catch {
+                failedSinks[sink.name] = error.description
+                observer(.sinkFailed(sink.name, reason: error.description))
+            }
+        }
+        if let stopError { throw stopError }
+        return CompositionResult(frames: tick, audioSamples: mixer.encodedSamples,
+                                 duration: MediaTime(ticks: tick, timeBase: frameDuration),
+                                 layoutChanges: compositor.layoutChanges, laggedFrames: lagged, failedSinks: failedSinks)
+    }
+
+    /// Sends one frame (nil: flush) and hands every packet that comes out to the sinks.
+    private func encode(_ encoder: Encoder, frame: Frame?, forceKeyframe: Bool, media: MediaType) throws {
+        var result: SendResult
+        do { result = try encoder.send(frame, forceKeyframe: forceKeyframe) } catch { throw PipelineError.encoder(error.description) }
+        while true {
+            let received: ReceiveResult
+            do { received = try encoder.receive(into: packet) } catch { throw PipelineError.encoder(error.description) }
+            guard received == .frame else {
+                if result == .outputFull, let frame {
+                    do { result = try encoder.send(frame, forceKeyframe: forceKeyframe) } catch { throw PipelineError.encoder(error.description) }
+                    continue
+                }
+                return
+            }
+            deliver(packet, media: media)
+        }
+    }
+
+    private func deliver(_ packet: Packet, media: MediaType) {
+        var index = 0
+        while index < sinks.count {
+            let sink = sinks[index]
+            do {
+                try sink.write(packet, media: media)
+                if activeSinks.insert(sink.name).inserted { observer(.sinkActive(sink.name)) }
+                index += 1
+            } catch {
+                dropSink(sink, reason: error.description)
+            }
+        }
+        if sinks.isEmpty {
+            // Nothing left to write to: the composition cannot go on.
+            logger.error("every output failed", metadata: ["failures": "\(failedSinks)"])
+        }
+    }
+
+    private func dropSink(_ sink: any PacketSink, reason: String) {
+        logger.error("output failed; continuing without it", metadata: ["destination": "\(sink.name)", "reason": "\(reason)"])
+        failedSinks[sink.name] = reason
+        sinks.removeAll { $0 === sink }
+        try? sink.finish(failure: reason)
+        observer(.sinkFailed(sink.name, reason: reason))
+    }
+}
+
+extension Rational {
+    /// ceil(value × self / target).
+    func rescaleCeil(_ value: Int64, to target: Rational) -> Int64 {
+        let down = rescaleDown(value, to: target)
+        return target.rescaleDown(down, to: self) == value && rescale(value, to: target) == down ? down : down + 1
+    }
+}

@@ -1,0 +1,15 @@
+// Outputs of a composition (HLS recording, RTMP channel). One encode feeds every sink.
+
+public import FFmpeg
+
+public protocol PacketSink: AnyObject {
+    /// A name for logs and errors ("s3 destination abc").
+    var name: String { get }
+    /// Called once, before any packet, with the encoders whose output follows.
+    func start(video: Encoder, audio: Encoder) throws(PipelineError)
+    /// One encoded packet; timestamps are in the encoder's time base. The packet is shared:
+    /// reference it, do not keep or modify it.
+    func write(_ packet: Packet, media: MediaType) throws(PipelineError)
+    /// The composition ended (`failure` nil: normally). Flush and finalize.
+    func finish(failure: String?) throws(PipelineError)
+}

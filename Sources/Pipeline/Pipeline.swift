@@ -1,1 +1,0 @@
-// Pipeline module: see issues #2–#5.

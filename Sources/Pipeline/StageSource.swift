@@ -1,0 +1,89 @@
+// Who is on the stage at a given instant. A recorded stage answers from its manifest; RTMP
+// ingest (later) answers from live connections. The session asks once per output frame.
+
+public import MediaCore
+public import Stages
+public import Logging
+public import FFmpeg
+
+/// One participant as the compositor sees them at an instant.
+public struct StageParticipantState: Sendable, Equatable {
+    public var participantId: String
+    public var userId: String
+    public var attributes: [String: String]
+    public var isPublished: Bool
+    public var isVideoStopped: Bool
+    public var isAudioMuted: Bool
+    /// Arrival order: stage time of first publish (ms), then manifest order.
+    public var arrivalIndex: Int
+}
+
+public protocol StageSource: AnyObject {
+    var stageArn: String { get }
+    /// Every participant the stage knows, published or not, in a stable order.
+    func participants(at stageTime: MediaTime) -> [StageParticipantState]
+    /// The media of a participant, opened once; nil when they have none.
+    func subscriber(for participantId: String) -> ParticipantSubscriber?
+    /// Length of a recorded stage; nil for a live one.
+    var duration: MediaTime? { get }
+}
+
+/// A recorded stage: the manifest's timeline drives who is published; media is pulled from
+/// files as the composition clock advances (at any speed).
+public final class RecordedStageSource: StageSource {
+    public let stage: RecordedStage
+    private var subscribers: [String: ParticipantSubscriber] = [:]
+    private let arrival: [String: Int]
+
+    /// Opens every participant's media. A file that cannot be opened is an error naming it.
+    public init(stage: RecordedStage, logger: Logger) throws(PipelineError) {
+        self.stage = stage
+        var arrival: [String: Int] = [:]
+        let ordered = stage.manifest.participants.enumerated().sorted { a, b in
+            let ta = a.element.timeline.first { $0.event == .publish }?.atMs ?? Int64.max
+            let tb = b.element.timeline.first { $0.event == .publish }?.atMs ?? Int64.max
+            return (ta, a.offset) < (tb, b.offset)
+        }
+        for (rank, entry) in ordered.enumerated() { arrival[entry.element.participantId] = rank }
+        self.arrival = arrival
+        for participant in stage.manifest.participants {
+            guard let path = stage.mediaPath(for: participant) else { continue }
+            var participantLogger = logger
+            participantLogger[metadataKey: "participant.id"] = "\(participant.participantId)"
+            do {
+                subscribers[participant.participantId] = try ParticipantSubscriber(
+                    participantId: participant.participantId, mediaPath: path,
+                    offset: .milliseconds(participant.resolvedMediaOffsetMs), logger: participantLogger)
+            } catch {
+                throw PipelineError.media(file: path, message: error.description)
+            }
+        }
+    }
+
+    public var stageArn: String { stage.manifest.stageArn }
+
+    public func participants(at stageTime: MediaTime) -> [StageParticipantState] {
+        let ms = stageTime.millisecondsValue
+        return stage.manifest.participants.map { participant in
+            let state = participant.state(atMs: ms)
+            return StageParticipantState(
+                participantId: participant.participantId, userId: participant.userId,
+                attributes: participant.attributes, isPublished: state.isPublished,
+                isVideoStopped: state.isVideoStopped, isAudioMuted: state.isAudioMuted,
+                arrivalIndex: arrival[participant.participantId] ?? 0)
+        }
+    }
+
+    public func subscriber(for participantId: String) -> ParticipantSubscriber? { subscribers[participantId] }
+
+    /// The manifest's durationMs, else the later of the last unpublish and the end of media.
+    public var duration: MediaTime? {
+        if let ms = stage.manifest.durationMs { return .milliseconds(ms) }
+        var end: Int64 = stage.manifest.lastUnpublishMs ?? 0
+        for participant in stage.manifest.participants {
+            let last = participant.timeline.last?.atMs ?? 0
+            end = max(end, last)
+        }
+        return .milliseconds(max(end, 1000))
+    }
+}

@@ -1,0 +1,65 @@
+// Where a video goes inside its tile: a source crop and a destination rectangle, both even,
+// for each fill mode. Pure, so it is tested exhaustively without FFmpeg.
+public import Layout
+
+public struct TilePlacement: Equatable, Sendable {
+    /// Part of the source picture to use.
+    public var crop: Rect
+    /// Where it lands on the canvas (inside the tile).
+    public var destination: Rect
+}
+
+public enum TileGeometry {
+    /// FILL stretches the whole source over the tile; COVER crops the source (centred) to the
+    /// tile's aspect; CONTAIN shrinks the destination (centred) to the source's aspect.
+    /// Returns nil when nothing visible remains (degenerate sizes).
+    public static func place(source: PixelSize, in tile: Rect, mode: VideoFillMode) -> TilePlacement? {
+        guard source.width >= 2, source.height >= 2, tile.width >= 2, tile.height >= 2 else { return nil }
+        let full = Rect(x: 0, y: 0, width: source.width, height: source.height)
+        switch mode {
+        case .fill:
+            return TilePlacement(crop: evenCrop(full, within: source), destination: tile)
+        case .cover:
+            // Compare aspect ratios with integers: source.w/source.h vs tile.w/tile.h.
+            let sourceWide = source.width * tile.height
+            let tileWide = tile.width * source.height
+            var crop = full
+            if sourceWide > tileWide {
+                // Source is wider: keep full height, crop width.
+                crop.width = max(2, source.height * tile.width / tile.height)
+                crop.x = (source.width - crop.width) / 2
+            } else if sourceWide < tileWide {
+                crop.height = max(2, source.width * tile.height / tile.width)
+                crop.y = (source.height - crop.height) / 2
+            }
+            return TilePlacement(crop: evenCrop(crop, within: source), destination: tile)
+        case .contain:
+            let sourceWide = source.width * tile.height
+            let tileWide = tile.width * source.height
+            var destination = tile
+            if sourceWide > tileWide {
+                destination.height = even(tile.width * source.height / source.width)
+            } else if sourceWide < tileWide {
+                destination.width = even(tile.height * source.width / source.height)
+            }
+            destination.width = max(2, destination.width)
+            destination.height = max(2, destination.height)
+            destination.x = tile.x + even((tile.width - destination.width) / 2)
+            destination.y = tile.y + even((tile.height - destination.height) / 2)
+            return TilePlacement(crop: evenCrop(full, within: source), destination: destination)
+        }
+    }
+
+    private static func even(_ value: Int) -> Int { value & ~1 }
+
+    /// Chroma is subsampled: crops start on even pixels. Odd source sizes keep their last
+    /// column/row (the scaler reads it) only when the crop is the full picture.
+    private static func evenCrop(_ crop: Rect, within source: PixelSize) -> Rect {
+        var result = crop
+        result.x = even(crop.x)
+        result.y = even(crop.y)
+        result.width = min(crop.width + (crop.x - result.x), source.width - result.x)
+        result.height = min(crop.height + (crop.y - result.y), source.height - result.y)
+        return result
+    }
+}
