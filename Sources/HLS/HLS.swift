@@ -1,1 +1,0 @@
-// HLS module: see issues #2–#5.

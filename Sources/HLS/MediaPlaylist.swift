@@ -1,0 +1,93 @@
+// Media (rendition) playlist rendering, RFC 8216 §4.3. Pure: returns the text; the recorder
+// stores it. Rewritten in full after every segment: EVENT while recording, VOD at the end.
+public import MediaCore
+
+/// One media segment: its URI relative to the playlist and its exact duration.
+public struct HLSSegment: Sendable, Hashable {
+    public var uri: String
+    /// Any time base; rendered in milliseconds rounded to nearest.
+    public var duration: MediaTime
+
+    public init(uri: String, duration: MediaTime) {
+        self.uri = uri
+        self.duration = duration
+    }
+}
+
+public struct MediaPlaylist: Sendable, Hashable {
+    public enum PlaylistType: String, Sendable, Hashable {
+        /// Segments are only appended (a recording in progress).
+        case event = "EVENT"
+        /// The playlist will not change (a finished recording).
+        case vod = "VOD"
+    }
+
+    /// The configured segment length. The rendered EXT-X-TARGETDURATION is never below it,
+    /// and raised when a segment's rounded duration exceeds it (RFC 8216 §4.3.3.1).
+    public var targetDurationSeconds: Int
+    public var mediaSequence: Int
+    public var playlistType: PlaylistType
+    public var segments: [HLSSegment]
+    /// The fMP4 initialization section (EXT-X-MAP). nil for MPEG-TS segments.
+    public var initSegmentURI: String?
+    public var endList: Bool
+    public var independentSegments: Bool
+
+    public init(targetDurationSeconds: Int, mediaSequence: Int = 0, playlistType: PlaylistType = .event,
+                segments: [HLSSegment] = [], initSegmentURI: String? = nil, endList: Bool = false,
+                independentSegments: Bool = true) {
+        self.targetDurationSeconds = targetDurationSeconds
+        self.mediaSequence = mediaSequence
+        self.playlistType = playlistType
+        self.segments = segments
+        self.initSegmentURI = initSegmentURI
+        self.endList = endList
+        self.independentSegments = independentSegments
+    }
+
+    /// The same playlist closed as a finished recording: VOD with EXT-X-ENDLIST.
+    public func finished() -> MediaPlaylist {
+        var copy = self
+        copy.playlistType = .vod
+        copy.endList = true
+        return copy
+    }
+
+    /// EXT-X-VERSION: 3 for decimal EXTINF with TS segments; 7 when EXT-X-MAP is used
+    /// (version 6 is the minimum for EXT-X-MAP without I-frames; 7 matches common packagers).
+    public var version: Int { initSegmentURI == nil ? 3 : 7 }
+
+    /// The value written to EXT-X-TARGETDURATION: the configured target or the largest
+    /// segment duration rounded to the nearest second, whichever is larger. Rounding uses
+    /// the rendered (millisecond) EXTINF value so a player rounding that text agrees.
+    public var renderedTargetDuration: Int {
+        var target = max(targetDurationSeconds, 1)
+        for segment in segments {
+            let ms = segment.duration.roundedMilliseconds
+            target = max(target, Int((ms + 500) / 1000))
+        }
+        return target
+    }
+
+    public func render() -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:\(version)", "#EXT-X-TARGETDURATION:\(renderedTargetDuration)",
+                     "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:\(playlistType.rawValue)"]
+        if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
+        if let initSegmentURI { lines.append("#EXT-X-MAP:URI=\"\(initSegmentURI)\"") }
+        for segment in segments {
+            lines.append("#EXTINF:\(DecimalText.thousandths(segment.duration.roundedMilliseconds)),")
+            lines.append(segment.uri)
+        }
+        if endList { lines.append("#EXT-X-ENDLIST") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Total duration in milliseconds: the sum of the exact segment durations, rounded once
+    /// (the recording metadata's `duration_ms`).
+    public var durationMs: Int64 {
+        guard let first = segments.first else { return 0 }
+        var total = MediaTime(ticks: 0, timeBase: first.duration.timeBase)
+        for segment in segments { total = total + segment.duration }
+        return total.roundedMilliseconds
+    }
+}

@@ -1,0 +1,198 @@
+// The composite recording's JSON metadata files (the seed's "JSON Metadata Files"):
+// events/recording-started.json, recording-ended.json, recording-failed.json.
+//
+// Placement of `thumbnails` / `latest_thumbnail`: the seed's examples are broken across
+// pages and their indentation is inconsistent, but in every example the braces place them
+// inside `media`, next to `hls` (and the field table nests them under `media`). We write
+// them there.
+public import Foundation
+
+public enum RecordingStatus: String, Sendable, Hashable, CaseIterable {
+    case recordingStarted = "RECORDING_STARTED"
+    case recordingEnded = "RECORDING_ENDED"
+    case recordingStartFailed = "RECORDING_START_FAILED"
+    case recordingEndedWithFailure = "RECORDING_ENDED_WITH_FAILURE"
+
+    /// The file the status is written to under `events/`.
+    public var metadataFileName: String {
+        switch self {
+        case .recordingStarted: "recording-started.json"
+        case .recordingEnded: "recording-ended.json"
+        case .recordingStartFailed, .recordingEndedWithFailure: "recording-failed.json"
+        }
+    }
+
+    /// ENDED and ENDED_WITH_FAILURE carry `recording_ended_at`, `duration_ms` and the message.
+    var hasEnded: Bool { self == .recordingEnded || self == .recordingEndedWithFailure }
+}
+
+public struct RecordingMetadata: Sendable, Hashable {
+    public struct Rendition: Sendable, Hashable {
+        /// Folder relative to `media/hls`, e.g. `720p30-abcdeABCDE12`.
+        public var path: String
+        public var playlist: String
+        /// nil for a rendition without video.
+        public var resolution: VideoResolution?
+
+        public init(path: String, playlist: String = RecordingLayout.mediaPlaylistName, resolution: VideoResolution?) {
+            self.path = path
+            self.playlist = playlist
+            self.resolution = resolution
+        }
+    }
+
+    public struct ThumbnailSet: Sendable, Hashable {
+        /// `media/thumbnails` or `media/latest_thumbnail`.
+        public var path: String
+        /// At least one; each is stored in the folder named after it (`1280x720`).
+        public var resolutions: [VideoResolution]
+
+        public init(path: String, resolutions: [VideoResolution]) {
+            self.path = path
+            self.resolutions = resolutions
+        }
+
+        public static func sequential(_ resolutions: [VideoResolution]) -> ThumbnailSet {
+            ThumbnailSet(path: RecordingLayout.thumbnailsPath, resolutions: resolutions)
+        }
+
+        public static func latest(_ resolutions: [VideoResolution]) -> ThumbnailSet {
+            ThumbnailSet(path: RecordingLayout.latestThumbnailPath, resolutions: resolutions)
+        }
+    }
+
+    public var version: String
+    public var stageArn: String
+    public var status: RecordingStatus
+    /// Written unless the status is RECORDING_START_FAILED.
+    public var startedAt: Date?
+    /// Written only for RECORDING_ENDED / RECORDING_ENDED_WITH_FAILURE.
+    public var endedAt: Date?
+    /// Written only for RECORDING_ENDED / RECORDING_ENDED_WITH_FAILURE, when set.
+    public var statusMessage: String?
+    /// Written only for RECORDING_ENDED / RECORDING_ENDED_WITH_FAILURE; nil renders as 0
+    /// ("a failure before any recording was done").
+    public var durationMs: Int64?
+    public var hlsPath: String
+    public var multivariantPlaylist: String
+    public var renditions: [Rendition]
+    /// Present when the thumbnail storage includes SEQUENTIAL.
+    public var thumbnails: ThumbnailSet?
+    /// Present when the thumbnail storage includes LATEST.
+    public var latestThumbnail: ThumbnailSet?
+
+    public init(stageArn: String, status: RecordingStatus, startedAt: Date?, endedAt: Date? = nil,
+                statusMessage: String? = nil, durationMs: Int64? = nil, renditions: [Rendition],
+                thumbnails: ThumbnailSet? = nil, latestThumbnail: ThumbnailSet? = nil,
+                hlsPath: String = RecordingLayout.hlsPath,
+                multivariantPlaylist: String = RecordingLayout.multivariantPlaylistName,
+                version: String = "v1") {
+        self.version = version
+        self.stageArn = stageArn
+        self.status = status
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.statusMessage = statusMessage
+        self.durationMs = durationMs
+        self.hlsPath = hlsPath
+        self.multivariantPlaylist = multivariantPlaylist
+        self.renditions = renditions
+        self.thumbnails = thumbnails
+        self.latestThumbnail = latestThumbnail
+    }
+
+    /// This recording, finished: RECORDING_ENDED, or RECORDING_ENDED_WITH_FAILURE with a
+    /// `failure` message.
+    public func ended(at date: Date, durationMs: Int64, failure: String? = nil, message: String? = nil) -> RecordingMetadata {
+        var copy = self
+        copy.status = failure == nil ? .recordingEnded : .recordingEndedWithFailure
+        copy.endedAt = date
+        copy.durationMs = durationMs
+        copy.statusMessage = failure ?? message
+        return copy
+    }
+
+    /// The file name under `events/` for the current status.
+    public var fileName: String { status.metadataFileName }
+
+    public func jsonData() -> Data { Data(jsonText().utf8) }
+
+    /// The document as text, fields in the seed's order, with a trailing newline.
+    public func jsonText() -> String { jsonValue.rendered() + "\n" }
+
+    var jsonValue: OrderedJSON {
+        var root: [(key: String, value: OrderedJSON)] = [
+            ("version", .string(version)),
+            ("stage_arn", .string(stageArn)),
+        ]
+        if status != .recordingStartFailed, let startedAt {
+            root.append(("recording_started_at", .string(RFC3339.format(startedAt))))
+        }
+        if status.hasEnded, let endedAt {
+            root.append(("recording_ended_at", .string(RFC3339.format(endedAt))))
+        }
+        root.append(("recording_status", .string(status.rawValue)))
+        if status.hasEnded, let statusMessage {
+            root.append(("recording_status_message", .string(statusMessage)))
+        }
+
+        var hls: [(key: String, value: OrderedJSON)] = []
+        if status.hasEnded { hls.append(("duration_ms", .integer(durationMs ?? 0))) }
+        hls.append(("path", .string(hlsPath)))
+        hls.append(("playlist", .string(multivariantPlaylist)))
+        hls.append(("renditions", .array(renditions.map { rendition in
+            var fields: [(key: String, value: OrderedJSON)] = [
+                ("path", .string(rendition.path)), ("playlist", .string(rendition.playlist)),
+            ]
+            if let resolution = rendition.resolution {
+                fields.append(("resolution_width", .integer(Int64(resolution.width))))
+                fields.append(("resolution_height", .integer(Int64(resolution.height))))
+            }
+            return .object(fields)
+        })))
+
+        var media: [(key: String, value: OrderedJSON)] = [("hls", .object(hls))]
+        if let thumbnails { media.append(("thumbnails", thumbnails.jsonValue)) }
+        if let latestThumbnail { media.append(("latest_thumbnail", latestThumbnail.jsonValue)) }
+        root.append(("media", .object(media)))
+        return .object(root)
+    }
+}
+
+extension RecordingMetadata.ThumbnailSet {
+    var jsonValue: OrderedJSON {
+        .object([
+            ("path", .string(path)),
+            ("resolutions", .array(resolutions.map { resolution in
+                .object([
+                    ("path", .string(resolution.description)),
+                    ("resolution_width", .integer(Int64(resolution.width))),
+                    ("resolution_height", .integer(Int64(resolution.height))),
+                ])
+            })),
+        ])
+    }
+}
+
+/// RFC 3339 UTC timestamps with whole seconds ("2023-11-01T06:01:36Z"), computed with
+/// integer civil-date arithmetic: no formatter, no locale, no shared mutable state.
+public enum RFC3339 {
+    public static func format(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        var days = seconds / 86_400
+        var secondOfDay = seconds % 86_400
+        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
+        // Days since 1970-01-01 to (year, month, day): H. Hinnant's civil_from_days.
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPrime = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
+        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))Z"
+    }
+}

@@ -1,1 +1,0 @@
-// Storage module: object storage behind one protocol.
