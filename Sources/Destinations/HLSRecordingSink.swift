@@ -9,7 +9,7 @@ public import FFmpeg
 public import HLS
 public import MediaCore
 public import Pipeline
-import Logging
+public import Logging
 
 public struct HLSRecordingConfiguration: Sendable {
     public var layout: RecordingLayout

@@ -4,7 +4,7 @@
 
 public import Foundation
 public import Storage
-import Logging
+public import Logging
 import Synchronization
 
 public final class UploadQueue: Sendable {
@@ -17,8 +17,11 @@ public final class UploadQueue: Sendable {
     private let slots: DispatchSemaphore
     private let pending = DispatchGroup()
     private let continuation: AsyncStream<Job>.Continuation
-    private let failures = Mutex<[String]>([])
-    private let written = Mutex<Int64>(0)
+    private final class Tally: Sendable {
+        let failures = Mutex<[String]>([])
+        let written = Mutex<Int64>(0)
+    }
+    private let tally = Tally()
 
     public init(storage: any ObjectStorage, capacity: Int = 16, logger: Logger) {
         self.storage = storage
@@ -27,16 +30,15 @@ public final class UploadQueue: Sendable {
         self.continuation = continuation
         let slots = self.slots
         let pending = self.pending
-        let failures = self.failures
-        let written = self.written
+        let tally = self.tally
         Task.detached {
             for await job in stream {
                 do {
                     try await storage.put(job.data, key: job.key)
-                    written.withLock { $0 += Int64(job.data.count) }
+                    tally.written.withLock { $0 += Int64(job.data.count) }
                 } catch {
                     logger.error("upload failed", metadata: ["key": "\(job.key)", "error": "\(error)"])
-                    failures.withLock { $0.append(error.description) }
+                    tally.failures.withLock { $0.append("\(error)") }
                 }
                 slots.signal()
                 pending.leave()
@@ -58,11 +60,11 @@ public final class UploadQueue: Sendable {
     @discardableResult
     public func waitUntilIdle() -> [String] {
         pending.wait()
-        return failures.withLock { $0 }
+        return tally.failures.withLock { $0 }
     }
 
     /// The first upload failure, if any (the destination has failed).
-    public var firstFailure: String? { failures.withLock { $0.first } }
+    public var firstFailure: String? { tally.failures.withLock { $0.first } }
 
-    public var bytesWritten: Int64 { written.withLock { $0 } }
+    public var bytesWritten: Int64 { tally.written.withLock { $0 } }
 }

@@ -1,0 +1,89 @@
+// One composition, resolved from a request (or the CLI) into a running pipeline: the stage
+// source, the encoder settings, and one sink per destination. Shared by `compose` and the
+// daemon so both run exactly the same code.
+
+public import Foundation
+public import HLS
+public import Layout
+public import MediaCore
+public import Pipeline
+public import Storage
+public import Logging
+public import FFmpeg
+
+public struct RecordingDestinationPlan: Sendable {
+    public var destinationId: String
+    public var storage: any ObjectStorage
+    public var encoderConfigurationId: String
+    public var targetSegmentDurationSeconds: Int
+
+    public init(destinationId: String, storage: any ObjectStorage, encoderConfigurationId: String,
+                targetSegmentDurationSeconds: Int = 2) {
+        self.destinationId = destinationId
+        self.storage = storage
+        self.encoderConfigurationId = encoderConfigurationId
+        self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
+    }
+}
+
+public struct CompositionPlan: Sendable {
+    public var compositionId: String
+    public var encoder: EncoderSpec
+    public var layout: LayoutConfiguration
+    public var recording: RecordingDestinationPlan?
+    /// x264 preset (speed/quality); "veryfast" suits live composition on small machines.
+    public var preset: String
+
+    public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
+                recording: RecordingDestinationPlan?, preset: String = "veryfast") {
+        self.compositionId = compositionId
+        self.encoder = encoder
+        self.layout = layout
+        self.recording = recording
+        self.preset = preset
+    }
+
+    /// Keyframes on every segment boundary (and at least every 2 s for live channels).
+    public var keyframeIntervalSeconds: Int { recording?.targetSegmentDurationSeconds ?? 2 }
+
+    public var videoSettings: VideoEncoderSettings {
+        VideoEncoderSettings(width: encoder.width, height: encoder.height, frameRate: encoder.frameRate,
+                             bitrate: encoder.bitrate,
+                             keyframeInterval: encoder.framesPerSegment(seconds: keyframeIntervalSeconds),
+                             preset: preset)
+    }
+}
+
+/// A built composition, ready to run on the calling (media) thread.
+public final class CompositionRunner {
+    public let session: CompositionSession
+    public let recordingSink: HLSRecordingSink?
+    public let recordingLayout: RecordingLayout?
+
+    public init(plan: CompositionPlan, source: any StageSource, duration: MediaTime? = nil, logger: Logger,
+                observer: @escaping (SessionEvent) -> Void = { _ in }) throws(PipelineError) {
+        var sinks: [any PacketSink] = []
+        let audio = AudioEncoderSettings()
+        if let recording = plan.recording {
+            let stageId = String(source.stageArn.split(separator: "/").last ?? "stage")
+            let layout = RecordingLayout(stageId: stageId, compositionId: plan.compositionId, destinationId: recording.destinationId)
+            let configuration = HLSRecordingConfiguration(
+                layout: layout, stageArn: source.stageArn, encoderConfigurationId: recording.encoderConfigurationId,
+                targetSegmentDurationSeconds: recording.targetSegmentDurationSeconds,
+                video: plan.videoSettings, audioBitrate: audio.bitrate)
+            var sinkLogger = logger
+            sinkLogger[metadataKey: "destination.id"] = "\(recording.destinationId)"
+            let sink = HLSRecordingSink(name: "s3 destination \(recording.destinationId)", configuration: configuration,
+                                        uploads: UploadQueue(storage: recording.storage, logger: sinkLogger), logger: sinkLogger)
+            sinks.append(sink)
+            recordingSink = sink
+            recordingLayout = layout
+        } else {
+            recordingSink = nil
+            recordingLayout = nil
+        }
+        let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
+                                           layout: plan.layout.makeEngine(), duration: duration)
+        session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
+    }
+}
