@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stage-compositor builds and tests with, when missing.
+# Idempotent and quiet when everything is there. Needs root (or sudo) only to install.
+set -euo pipefail
+
+packages=(
+  pkg-config ffmpeg
+  libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libopus-dev
+)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(nginx libnginx-mod-rtmp)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
