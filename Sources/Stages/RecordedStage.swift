@@ -65,8 +65,12 @@ public struct RecordedStage: Sendable {
         for (index, participant) in manifest.participants.enumerated() {
             guard let path = stage.mediaPath(for: participant) else { continue }
             let field = "participants[\(index)].media"
-            guard FileManager.default.fileExists(atPath: path) else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
                 throw StageError(file: file, field: field, message: "media file \(path) does not exist")
+            }
+            guard !isDirectory.boolValue else {
+                throw StageError(file: file, field: field, message: "media path \(path) is a directory, not a file")
             }
             guard FileManager.default.isReadableFile(atPath: path) else {
                 throw StageError(file: file, field: field, message: "media file \(path) is not readable")

@@ -7,6 +7,38 @@ public import MediaCore
 /// What happened to a participant's publication at one instant of the stage clock.
 public enum StageEventKind: String, Codable, Sendable, CaseIterable {
     case publish, unpublish, videoStopped, videoStarted, audioMuted, audioUnmuted
+
+    /// Decodes the event name; an unknown name fails with the list of valid ones, at the
+    /// event's own coding path (`participants[i].timeline[j].event`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let kind = StageEventKind(rawValue: name) else {
+            let valid = StageEventKind.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "unknown event '\(name)' (expected one of: \(valid))")
+        }
+        self = kind
+    }
+}
+
+/// Rejects fields a type does not know, so a typo (`mediaOffsetMS`) is an error instead of
+/// a silently ignored setting.
+struct UnknownFieldCheck {
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    static func check(_ decoder: any Decoder, known: [String]) throws {
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        for key in container.allKeys where !known.contains(key.stringValue) {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: decoder.codingPath + [key],
+                debugDescription: "unknown field (expected one of: \(known.joined(separator: ", ")))"))
+        }
+    }
 }
 
 public struct StageTimelineEvent: Codable, Hashable, Sendable {
@@ -17,6 +49,15 @@ public struct StageTimelineEvent: Codable, Hashable, Sendable {
     public init(atMs: Int64, event: StageEventKind) {
         self.atMs = atMs
         self.event = event
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case atMs, event }
+
+    public init(from decoder: any Decoder) throws {
+        try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        atMs = try c.decode(Int64.self, forKey: .atMs)
+        event = try c.decode(StageEventKind.self, forKey: .event)
     }
 }
 
@@ -41,11 +82,12 @@ public struct StageParticipantManifest: Codable, Hashable, Sendable {
         self.timeline = timeline
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case participantId, userId, attributes, media, mediaOffsetMs, timeline
     }
 
     public init(from decoder: any Decoder) throws {
+        try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
         participantId = try c.decode(String.self, forKey: .participantId)
         userId = try c.decodeIfPresent(String.self, forKey: .userId) ?? ""
@@ -73,6 +115,16 @@ public struct StageManifest: Codable, Hashable, Sendable {
         self.stageArn = stageArn
         self.durationMs = durationMs
         self.participants = participants
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case stageArn, durationMs, participants }
+
+    public init(from decoder: any Decoder) throws {
+        try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        stageArn = try c.decode(String.self, forKey: .stageArn)
+        durationMs = try c.decodeIfPresent(Int64.self, forKey: .durationMs)
+        participants = try c.decode([StageParticipantManifest].self, forKey: .participants)
     }
 }
 
@@ -129,4 +181,14 @@ extension StageManifest {
         }
         return last
     }
+}
+
+extension StageTimelineEvent {
+    /// `atMs` on the stage clock as a media time (microsecond base).
+    public var time: MediaTime { .milliseconds(atMs) }
+}
+
+extension StageParticipantManifest {
+    /// `resolvedMediaOffsetMs` as a media time: the stage time of the media's first timestamp.
+    public var mediaOffset: MediaTime { .milliseconds(resolvedMediaOffsetMs) }
 }

@@ -1,6 +1,24 @@
-/// Semantic checks on a decoded manifest (the decoder has already checked types).
+/// Semantic checks on a decoded manifest (the decoder has already checked types, event
+/// names and unknown fields). Each failure names the manifest file and the field.
+///
+/// Rules:
+/// - `stageArn` is a stage ARN; `durationMs`, when present, is > 0.
+/// - At most `maximumParticipants` (12, the SPEC's publishers-per-stage quota).
+/// - An empty `participants` list is allowed (a stage nobody publishes to: the composition
+///   shows the background and the 60-second idle rule applies), but then `durationMs` is
+///   required, or the stage would have no length.
+/// - `participantId` non-empty and unique.
+/// - `media`, when present: a non-empty relative path that stays inside the stage directory
+///   (no leading "/", no "~", no backslash, no NUL, no ".." climbing out). Checked lexically;
+///   a symlink the stage's author placed in the directory is followed.
+/// - Timeline: `atMs` >= 0, in non-decreasing order, not after `durationMs`, and each event
+///   valid in the state it meets: `publish` only while unpublished; the others only while
+///   published; `videoStopped`/`videoStarted` and `audioMuted`/`audioUnmuted` alternate.
+/// - `mediaOffsetMs` may be negative: the media started before the stage clock (its head is
+///   skipped).
 enum StageManifestValidator {
     static let stageArnPattern = #"^arn:aws:ivs:[a-z0-9-]+:[0-9]+:stage/[a-zA-Z0-9-]+$"#
+    static let maximumParticipants = 12
 
     static func validate(_ manifest: StageManifest, file: String) throws(StageError) {
         if manifest.stageArn.wholeMatch(of: try! Regex(stageArnPattern)) == nil {
@@ -8,6 +26,13 @@ enum StageManifestValidator {
         }
         if let duration = manifest.durationMs, duration <= 0 {
             throw StageError(file: file, field: "durationMs", message: "must be greater than 0")
+        }
+        if manifest.participants.count > maximumParticipants {
+            throw StageError(file: file, field: "participants",
+                             message: "\(manifest.participants.count) participants; a stage has at most \(maximumParticipants) publishers")
+        }
+        if manifest.participants.isEmpty && manifest.durationMs == nil {
+            throw StageError(file: file, field: "durationMs", message: "required when the stage has no participants")
         }
         var seen = Set<String>()
         for (index, participant) in manifest.participants.enumerated() {
@@ -18,13 +43,75 @@ enum StageManifestValidator {
             if !seen.insert(participant.participantId).inserted {
                 throw StageError(file: file, field: "\(prefix).participantId", message: "duplicate participantId '\(participant.participantId)'")
             }
-            var previous: Int64 = 0
-            for (eventIndex, event) in participant.timeline.enumerated() {
-                let field = "\(prefix).timeline[\(eventIndex)].atMs"
-                if event.atMs < 0 { throw StageError(file: file, field: field, message: "must be >= 0") }
-                if event.atMs < previous { throw StageError(file: file, field: field, message: "events must be in time order") }
-                previous = event.atMs
+            if let media = participant.media, let problem = mediaPathProblem(media) {
+                throw StageError(file: file, field: "\(prefix).media", message: "'\(media)' \(problem)")
+            }
+            try validateTimeline(participant.timeline, prefix: prefix, durationMs: manifest.durationMs, file: file)
+        }
+    }
+
+    static func validateTimeline(_ timeline: [StageTimelineEvent], prefix: String, durationMs: Int64?, file: String) throws(StageError) {
+        var previous: Int64 = 0
+        var published = false, videoStopped = false, audioMuted = false
+        for (eventIndex, event) in timeline.enumerated() {
+            let atField = "\(prefix).timeline[\(eventIndex)].atMs"
+            if event.atMs < 0 { throw StageError(file: file, field: atField, message: "must be >= 0") }
+            if event.atMs < previous {
+                throw StageError(file: file, field: atField, message: "events must be in time order (\(event.atMs) < \(previous))")
+            }
+            if let durationMs, event.atMs > durationMs {
+                throw StageError(file: file, field: atField, message: "\(event.atMs) is after the end of the stage (durationMs \(durationMs))")
+            }
+            previous = event.atMs
+
+            let problem: String?
+            switch event.event {
+            case .publish:
+                problem = published ? "already published" : nil
+                published = true
+            case .unpublish:
+                problem = published ? nil : "not published"
+                published = false
+                videoStopped = false
+                audioMuted = false
+            case .videoStopped:
+                problem = !published ? "not published" : videoStopped ? "video already stopped" : nil
+                videoStopped = true
+            case .videoStarted:
+                problem = !published ? "not published" : !videoStopped ? "video was not stopped" : nil
+                videoStopped = false
+            case .audioMuted:
+                problem = !published ? "not published" : audioMuted ? "audio already muted" : nil
+                audioMuted = true
+            case .audioUnmuted:
+                problem = !published ? "not published" : !audioMuted ? "audio was not muted" : nil
+                audioMuted = false
+            }
+            if let problem {
+                throw StageError(file: file, field: "\(prefix).timeline[\(eventIndex)].event",
+                                 message: "'\(event.event.rawValue)' at \(event.atMs) ms: \(problem)")
             }
         }
+    }
+
+    /// Why `path` is not a safe media path relative to the stage directory, or nil.
+    static func mediaPathProblem(_ path: String) -> String? {
+        if path.isEmpty { return "is empty" }
+        if path.hasPrefix("/") { return "is an absolute path; use a path relative to the stage directory" }
+        if path.hasPrefix("~") { return "starts with '~'; use a path relative to the stage directory" }
+        if path.contains("\\") { return "contains a backslash; use '/'" }
+        if path.unicodeScalars.contains(where: { $0.value < 0x20 }) { return "contains a control character" }
+        if path.hasSuffix("/") { return "names a directory" }
+        var depth = 0
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch component {
+            case ".": continue
+            case "..":
+                depth -= 1
+                if depth < 0 { return "leaves the stage directory" }
+            default: depth += 1
+            }
+        }
+        return depth == 0 ? "names the stage directory itself" : nil
     }
 }
