@@ -13,11 +13,14 @@ public struct DecoderLimits: Sendable {
     public var maxSamples: Int64
     /// Decoder threads (0 = FFmpeg decides).
     public var threads: Int
+    /// Threads for video decoders (frame threading).
+    public var videoThreads: Int
 
-    public init(maxPixels: Int64 = 4096 * 2304, maxSamples: Int64 = 48_000 * 4, threads: Int = 1) {
+    public init(maxPixels: Int64 = 4096 * 2304, maxSamples: Int64 = 48_000 * 4, threads: Int = 1, videoThreads: Int = 2) {
         self.maxPixels = maxPixels
         self.maxSamples = maxSamples
         self.threads = threads
+        self.videoThreads = videoThreads
     }
 }
 
@@ -41,7 +44,7 @@ public final class Decoder {
         ctx.pointee.max_pixels = limits.maxPixels
         ctx.pointee.max_samples = limits.maxSamples
         ctx.pointee.thread_count = Int32(limits.threads)
-        if limits.threads != 1 { ctx.pointee.thread_type = FF_THREAD_SLICE | FF_THREAD_FRAME }
+        if limits.threads != 1 { ctx.pointee.thread_type = FF_THREAD_FRAME }
         try check(avcodec_open2(ctx, codec, nil), "open decoder \(stream.codecName)")
     }
 

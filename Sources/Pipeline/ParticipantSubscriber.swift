@@ -66,7 +66,11 @@ public final class ParticipantSubscriber {
             videoTooLarge = true
             videoDecoder = nil
         } else if let videoStream {
-            videoDecoder = try Decoder(demuxer: demuxer, stream: videoStream, limits: limits)
+            // Frame threads let decoding overlap the compositor and the encoder; the extra
+            // frame of decoder delay does not matter in a pull model.
+            var videoLimits = limits
+            videoLimits.threads = limits.videoThreads
+            videoDecoder = try Decoder(demuxer: demuxer, stream: videoStream, limits: videoLimits)
         } else {
             videoDecoder = nil
         }
