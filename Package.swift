@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
-        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout"]),
+        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),

@@ -81,6 +81,11 @@ public enum APIOperation: String, Sendable, CaseIterable {
     public struct Route: Sendable, Equatable {
         public var operation: APIOperation
         public var resourceArn: String?
+
+        public init(operation: APIOperation, resourceArn: String? = nil) {
+            self.operation = operation
+            self.resourceArn = resourceArn
+        }
     }
 
     /// Finds the operation for `method` and `path` (the path without its query string).
