@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Lifecycle", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "HLS", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "APIModels", dependencies: ["MediaCore", "Layout"], swiftSettings: strict),
-        .target(name: "Events", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "Events", dependencies: ["MediaCore", "Lifecycle"], swiftSettings: strict),
         .target(name: "Stages", dependencies: ["MediaCore"], swiftSettings: strict),
 
         // Object storage behind one protocol: a local directory per bucket (S3 later).
@@ -70,11 +70,11 @@ let package = Package(
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore"]),
-        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
-        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout"]),
+        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "EventsTests", dependencies: ["Events"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),

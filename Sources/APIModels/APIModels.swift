@@ -1,1 +1,0 @@
-// APIModels module: see issues #2–#5.

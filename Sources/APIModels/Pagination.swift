@@ -1,0 +1,43 @@
+// List pagination: an opaque `nextToken` that remembers the last key returned, so items
+// added or deleted between pages neither repeat nor get skipped.
+import Foundation
+
+public enum Pagination {
+    /// The model's maxResults defaults: 100, except ListStages (50).
+    public static func defaultMaxResults(for operation: APIOperation) -> Int {
+        operation == .listStages ? 50 : 100
+    }
+
+    /// One page of `items` ordered by `key` (ascending; ARNs make a stable order), starting
+    /// after the key in `nextToken`. `nextToken` in the result is nil on the last page.
+    public static func page<Item>(
+        _ items: [Item], key: (Item) -> String, nextToken: String?, maxResults: Int?, defaultMaxResults: Int
+    ) throws(APIError) -> (items: [Item], nextToken: String?) {
+        let limit = maxResults ?? defaultMaxResults
+        guard limit >= 1 else { throw Rule.fail("maxResults", "must be at least 1 (got \(limit))") }
+        let sorted = items.map { (key($0), $0) }.sorted { $0.0 < $1.0 }
+        var remaining = sorted[...]
+        if let nextToken, !nextToken.isEmpty {
+            let after = try decodeToken(nextToken)
+            remaining = sorted.drop { $0.0 <= after }
+        }
+        let page = remaining.prefix(limit)
+        let token = remaining.count > limit ? page.last.map { encodeToken(lastKey: $0.0) } : nil
+        return (page.map(\.1), token)
+    }
+
+    static let tokenPrefix = "v1:"
+
+    /// Base64 of "v1:<last key>": within the model's `[a-zA-Z0-9+/=_-]*` pattern.
+    public static func encodeToken(lastKey: String) -> String {
+        Data((tokenPrefix + lastKey).utf8).base64EncodedString()
+    }
+
+    static func decodeToken(_ token: String) throws(APIError) -> String {
+        guard let data = Data(base64Encoded: token),
+              let text = String(data: data, encoding: .utf8), text.hasPrefix(tokenPrefix) else {
+            throw Rule.fail("nextToken", "is not a token returned by this service")
+        }
+        return String(text.dropFirst(tokenPrefix.count))
+    }
+}

@@ -1,0 +1,424 @@
+// Request validation after the model's constraints (min/max, patterns, list sizes) and
+// the documented rules the model only states in prose (even dimensions, pixel budget,
+// one channel + one s3 destination). The first violation wins, in field order, and its
+// message starts with the field's path: `destinations[0].s3.encoderConfigurationArns: ...`.
+public import Layout
+
+/// Options that reach beyond the model's own constraints.
+public struct ValidationOptions: Sendable {
+    /// Extra layout checks (the Layout module's `LayoutConfiguration.validate()`): returns
+    /// nil when the layout is usable, else a message whose path is relative to `layout`
+    /// (e.g. "grid.gridGap: ..."). The model-level checks run first regardless.
+    // TODO: the server wires this to `LayoutConfiguration.validate() throws(LayoutValidationError)`
+    // once that API lands in Layout.
+    public var layoutCheck: (@Sendable (LayoutConfiguration) -> String?)?
+
+    public init(layoutCheck: (@Sendable (LayoutConfiguration) -> String?)? = nil) {
+        self.layoutCheck = layoutCheck
+    }
+}
+
+/// A request the control plane accepts: its operation and its model constraints.
+public protocol APIRequest: Sendable {
+    static var operation: APIOperation { get }
+    func validate(options: ValidationOptions) throws(APIError)
+}
+
+extension APIRequest {
+    public func validate() throws(APIError) { try validate(options: ValidationOptions()) }
+}
+
+/// The model's limits, named once.
+public enum ModelLimits {
+    public static let maximumDestinations = 2
+    public static let maximumTags = 50
+    public static let tagKeyLength = 1...128
+    public static let tagValueLength = 0...256
+    public static let nameLength = 0...128
+    public static let idempotencyTokenLength = 1...64
+    public static let dimension = 2...1920
+    public static let maximumPixels = 2_073_600
+    public static let framerate: ClosedRange<Float> = 1...60
+    public static let bitrate = 1...8_500_000
+    public static let targetSegmentDurationSeconds = 2...10
+    public static let thumbnailIntervalSeconds = 1...86_400
+    public static let maxResults = 1...100
+    public static let paginationTokenLength = 0...1024
+    public static let bucketNameLength = 3...63
+    public static let participantTokenConfigurations = 0...12
+    public static let participantTokenDurationMinutes = 1...20_160
+    public static let participantRecordingReconnectWindowSeconds = 0...300
+}
+
+/// Single-field rules; each throws a ValidationException naming `path`.
+enum Rule {
+    static func fail(_ path: String, _ problem: String) -> APIError { .validation("\(path): \(problem)") }
+
+    /// Quotes user input in messages, cut short so a huge value cannot flood a log line.
+    static func quoted(_ value: String) -> String {
+        let scalars = value.unicodeScalars
+        let text = scalars.count > 160 ? String(String.UnicodeScalarView(scalars.prefix(160))) + "..." : value
+        return "'" + text + "'"
+    }
+
+    static func arn(_ value: String, _ type: IVSResourceType, at path: String) throws(APIError) {
+        guard IVSARN(parsing: value, expecting: type) != nil else {
+            throw fail(path, "\(quoted(value)) is not a valid \(type.rawValue) ARN "
+                + "(expected arn:aws:ivs:<region>:<account-id>:\(type.rawValue)/<id>, at most 128 characters)")
+        }
+    }
+
+    /// Any IVS resource ARN. (The model's ResourceArn pattern has `[a-z-]/`, one character
+    /// for the resource type, which no real ARN matches; we accept the known types.)
+    static func resourceArn(_ value: String, at path: String) throws(APIError) {
+        guard IVSARN(parsing: value) != nil else {
+            throw fail(path, "\(quoted(value)) is not a valid IVS resource ARN "
+                + "(expected arn:aws:ivs:<region>:<account-id>:<resource-type>/<id>, at most 128 characters)")
+        }
+    }
+
+    static func length(_ value: String, _ range: ClosedRange<Int>, at path: String) throws(APIError) {
+        let count = value.unicodeScalars.count
+        guard range.contains(count) else {
+            throw fail(path, "length must be between \(range.lowerBound) and \(range.upperBound) characters (got \(count))")
+        }
+    }
+
+    /// `[a-zA-Z0-9-_]*`, 0...128: resource names, destination names, attribute keys.
+    static func name(_ value: String?, at path: String, length range: ClosedRange<Int> = ModelLimits.nameLength) throws(APIError) {
+        guard let value else { return }
+        try length(value, range, at: path)
+        guard value.unicodeScalars.allSatisfy(CharacterRules.isNameCharacter) else {
+            throw fail(path, "\(quoted(value)) must match [a-zA-Z0-9-_]*")
+        }
+    }
+
+    static func range<T: Comparable>(_ value: T?, _ range: ClosedRange<T>, at path: String) throws(APIError) {
+        guard let value else { return }
+        guard range.contains(value) else {
+            throw fail(path, "must be between \(range.lowerBound) and \(range.upperBound) (got \(value))")
+        }
+    }
+
+    static func minimum(_ value: Int?, _ minimum: Int, at path: String) throws(APIError) {
+        guard let value else { return }
+        guard value >= minimum else { throw fail(path, "must be at least \(minimum) (got \(value))") }
+    }
+
+    static func count<T>(_ list: [T]?, _ range: ClosedRange<Int>, at path: String) throws(APIError) {
+        guard let list else { return }
+        guard range.contains(list.count) else {
+            let expected = range.lowerBound == range.upperBound
+                ? "exactly \(range.lowerBound) item\(range.lowerBound == 1 ? "" : "s")"
+                : "between \(range.lowerBound) and \(range.upperBound) items"
+            throw fail(path, "must contain \(expected) (got \(list.count))")
+        }
+    }
+
+    static func tags(_ tags: Tags?, at path: String = "tags") throws(APIError) {
+        guard let tags else { return }
+        guard tags.count <= ModelLimits.maximumTags else {
+            throw fail(path, "at most \(ModelLimits.maximumTags) tags are allowed (got \(tags.count))")
+        }
+        for key in tags.keys.sorted() {
+            try tagKey(key, at: path)
+            try length(tags[key]!, ModelLimits.tagValueLength, at: "\(path).\(key)")
+        }
+    }
+
+    static func tagKey(_ key: String, at path: String) throws(APIError) {
+        guard ModelLimits.tagKeyLength.contains(key.unicodeScalars.count) else {
+            throw fail(path, "tag key \(quoted(key)) must be 1 to 128 characters")
+        }
+    }
+
+    static func maxResults(_ value: Int?) throws(APIError) {
+        try range(value, ModelLimits.maxResults, at: "maxResults")
+    }
+
+    static func nextToken(_ value: String?) throws(APIError) {
+        guard let value else { return }
+        try length(value, ModelLimits.paginationTokenLength, at: "nextToken")
+        guard value.unicodeScalars.allSatisfy(CharacterRules.isTokenCharacter) else {
+            throw fail("nextToken", "must match [a-zA-Z0-9+/=_-]*")
+        }
+    }
+}
+
+// MARK: - Compositions
+
+extension StartCompositionRequest: APIRequest {
+    public static var operation: APIOperation { .startComposition }
+
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        if let idempotencyToken {
+            try Rule.length(idempotencyToken, ModelLimits.idempotencyTokenLength, at: "idempotencyToken")
+            try Rule.name(idempotencyToken, at: "idempotencyToken", length: ModelLimits.idempotencyTokenLength)
+        }
+        if let layout { try layout.validateModel(options: options) }
+        try Rule.count(destinations, 1...ModelLimits.maximumDestinations, at: "destinations")
+        var channelIndex: Int?
+        var s3Index: Int?
+        for (index, destination) in destinations.enumerated() {
+            let path = "destinations[\(index)]"
+            try destination.validate(at: path)
+            if destination.channel != nil {
+                if let first = channelIndex {
+                    throw Rule.fail(path, "only one channel destination is allowed (destinations[\(first)] is one)")
+                }
+                channelIndex = index
+            }
+            if destination.s3 != nil {
+                if let first = s3Index {
+                    throw Rule.fail(path, "only one s3 destination is allowed (destinations[\(first)] is one)")
+                }
+                s3Index = index
+            }
+        }
+        try Rule.tags(tags)
+    }
+}
+
+extension DestinationConfiguration {
+    func validate(at path: String) throws(APIError) {
+        try Rule.name(name, at: "\(path).name")
+        switch (channel, s3) {
+        case (nil, nil): throw Rule.fail(path, "either channel or s3 must be specified")
+        case (.some, .some): throw Rule.fail(path, "specify either channel or s3, not both")
+        case (let channel?, nil):
+            try Rule.arn(channel.channelArn, .channel, at: "\(path).channel.channelArn")
+            if let encoder = channel.encoderConfigurationArn {
+                try Rule.arn(encoder, .encoderConfiguration, at: "\(path).channel.encoderConfigurationArn")
+            }
+        case (nil, let s3?):
+            try s3.validate(at: "\(path).s3")
+        }
+    }
+}
+
+extension S3DestinationConfiguration {
+    func validate(at path: String) throws(APIError) {
+        try Rule.arn(storageConfigurationArn, .storageConfiguration, at: "\(path).storageConfigurationArn")
+        try Rule.count(encoderConfigurationArns, 1...1, at: "\(path).encoderConfigurationArns")
+        for (index, arn) in encoderConfigurationArns.enumerated() {
+            try Rule.arn(arn, .encoderConfiguration, at: "\(path).encoderConfigurationArns[\(index)]")
+        }
+        try Rule.range(recordingConfiguration?.hlsConfiguration?.targetSegmentDurationSeconds,
+                       ModelLimits.targetSegmentDurationSeconds,
+                       at: "\(path).recordingConfiguration.hlsConfiguration.targetSegmentDurationSeconds")
+        try Rule.count(thumbnailConfigurations, 0...1, at: "\(path).thumbnailConfigurations")
+        for (index, thumbnail) in (thumbnailConfigurations ?? []).enumerated() {
+            let thumbnailPath = "\(path).thumbnailConfigurations[\(index)]"
+            try Rule.range(thumbnail.targetIntervalSeconds, ModelLimits.thumbnailIntervalSeconds,
+                           at: "\(thumbnailPath).targetIntervalSeconds")
+            try Rule.count(thumbnail.storage, 0...2, at: "\(thumbnailPath).storage")
+        }
+    }
+}
+
+extension LayoutConfiguration {
+    /// The model's constraints on the layout members, then the optional deeper check.
+    func validateModel(options: ValidationOptions) throws(APIError) {
+        if let grid {
+            try Rule.name(grid.featuredParticipantAttribute, at: "layout.grid.featuredParticipantAttribute")
+            try Rule.name(grid.participantOrderAttribute, at: "layout.grid.participantOrderAttribute")
+            try Rule.minimum(grid.gridGap, 0, at: "layout.grid.gridGap")
+        }
+        if let pip {
+            try Rule.name(pip.featuredParticipantAttribute, at: "layout.pip.featuredParticipantAttribute")
+            try Rule.name(pip.participantOrderAttribute, at: "layout.pip.participantOrderAttribute")
+            try Rule.name(pip.pipParticipantAttribute, at: "layout.pip.pipParticipantAttribute")
+            try Rule.minimum(pip.gridGap, 0, at: "layout.pip.gridGap")
+            try Rule.minimum(pip.pipOffset, 0, at: "layout.pip.pipOffset")
+            try Rule.minimum(pip.pipWidth, 1, at: "layout.pip.pipWidth")
+            try Rule.minimum(pip.pipHeight, 1, at: "layout.pip.pipHeight")
+        }
+        if grid != nil && pip != nil {
+            throw Rule.fail("layout", "specify either grid or pip, not both")
+        }
+        if let check = options.layoutCheck, let problem = check(self) {
+            throw .validation("layout.\(problem)")
+        }
+    }
+}
+
+extension StopCompositionRequest: APIRequest {
+    public static var operation: APIOperation { .stopComposition }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .composition, at: "arn") }
+}
+
+extension GetCompositionRequest: APIRequest {
+    public static var operation: APIOperation { .getComposition }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .composition, at: "arn") }
+}
+
+extension ListCompositionsRequest: APIRequest {
+    public static var operation: APIOperation { .listCompositions }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        if let filterByStageArn { try Rule.arn(filterByStageArn, .stage, at: "filterByStageArn") }
+        if let filterByEncoderConfigurationArn {
+            try Rule.arn(filterByEncoderConfigurationArn, .encoderConfiguration, at: "filterByEncoderConfigurationArn")
+        }
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+// MARK: - Encoder configurations
+
+extension Video {
+    func validate(at path: String) throws(APIError) {
+        for (value, field) in [(width, "width"), (height, "height")] {
+            guard let value else { continue }
+            try Rule.range(value, ModelLimits.dimension, at: "\(path).\(field)")
+            guard value % 2 == 0 else { throw Rule.fail("\(path).\(field)", "must be an even number (got \(value))") }
+        }
+        let resolved = withDefaults()
+        let pixels = resolved.width! * resolved.height!
+        guard pixels <= ModelLimits.maximumPixels else {
+            throw Rule.fail(path, "width x height must be at most \(ModelLimits.maximumPixels) pixels "
+                + "(1920x1080 or 1080x1920); got \(resolved.width!)x\(resolved.height!) = \(pixels)")
+        }
+        if let framerate {
+            guard framerate.isFinite else { throw Rule.fail("\(path).framerate", "must be a finite number") }
+            try Rule.range(framerate, ModelLimits.framerate, at: "\(path).framerate")
+        }
+        try Rule.range(bitrate, ModelLimits.bitrate, at: "\(path).bitrate")
+    }
+}
+
+extension CreateEncoderConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .createEncoderConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.name(name, at: "name")
+        try video?.validate(at: "video")
+        try Rule.tags(tags)
+    }
+}
+
+extension GetEncoderConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .getEncoderConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .encoderConfiguration, at: "arn") }
+}
+
+extension DeleteEncoderConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .deleteEncoderConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .encoderConfiguration, at: "arn") }
+}
+
+extension ListEncoderConfigurationsRequest: APIRequest {
+    public static var operation: APIOperation { .listEncoderConfigurations }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+// MARK: - Storage configurations
+
+extension CreateStorageConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .createStorageConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.name(name, at: "name")
+        try Rule.length(s3.bucketName, ModelLimits.bucketNameLength, at: "s3.bucketName")
+        guard s3.bucketName.unicodeScalars.allSatisfy(CharacterRules.isBucketCharacter) else {
+            throw Rule.fail("s3.bucketName", "\(Rule.quoted(s3.bucketName)) must match [a-z0-9-.]+")
+        }
+        try Rule.tags(tags)
+    }
+}
+
+extension GetStorageConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .getStorageConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .storageConfiguration, at: "arn") }
+}
+
+extension DeleteStorageConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .deleteStorageConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .storageConfiguration, at: "arn") }
+}
+
+extension ListStorageConfigurationsRequest: APIRequest {
+    public static var operation: APIOperation { .listStorageConfigurations }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+// MARK: - Stages
+
+extension CreateStageRequest: APIRequest {
+    public static var operation: APIOperation { .createStage }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.name(name, at: "name")
+        try Rule.count(participantTokenConfigurations, ModelLimits.participantTokenConfigurations,
+                       at: "participantTokenConfigurations")
+        for (index, token) in (participantTokenConfigurations ?? []).enumerated() {
+            let path = "participantTokenConfigurations[\(index)]"
+            try Rule.range(token.duration, ModelLimits.participantTokenDurationMinutes, at: "\(path).duration")
+            if let userId = token.userId { try Rule.length(userId, 0...128, at: "\(path).userId") }
+            try Rule.count(token.capabilities, 0...2, at: "\(path).capabilities")
+        }
+        try Rule.tags(tags)
+        if let recording = autoParticipantRecordingConfiguration {
+            let path = "autoParticipantRecordingConfiguration"
+            if !recording.storageConfigurationArn.isEmpty {
+                try Rule.arn(recording.storageConfigurationArn, .storageConfiguration, at: "\(path).storageConfigurationArn")
+            }
+            try Rule.count(recording.mediaTypes, 0...1, at: "\(path).mediaTypes")
+            try Rule.range(recording.thumbnailConfiguration?.targetIntervalSeconds, ModelLimits.thumbnailIntervalSeconds,
+                           at: "\(path).thumbnailConfiguration.targetIntervalSeconds")
+            try Rule.count(recording.thumbnailConfiguration?.storage, 0...2, at: "\(path).thumbnailConfiguration.storage")
+            try Rule.range(recording.recordingReconnectWindowSeconds, ModelLimits.participantRecordingReconnectWindowSeconds,
+                           at: "\(path).recordingReconnectWindowSeconds")
+            try Rule.range(recording.hlsConfiguration?.targetSegmentDurationSeconds, ModelLimits.targetSegmentDurationSeconds,
+                           at: "\(path).hlsConfiguration.targetSegmentDurationSeconds")
+        }
+    }
+}
+
+extension GetStageRequest: APIRequest {
+    public static var operation: APIOperation { .getStage }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .stage, at: "arn") }
+}
+
+extension DeleteStageRequest: APIRequest {
+    public static var operation: APIOperation { .deleteStage }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .stage, at: "arn") }
+}
+
+extension ListStagesRequest: APIRequest {
+    public static var operation: APIOperation { .listStages }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+// MARK: - Tagging
+
+extension TagResourceRequest: APIRequest {
+    public static var operation: APIOperation { .tagResource }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.resourceArn(resourceArn, at: "resourceArn")
+        try Rule.tags(tags)
+    }
+}
+
+extension UntagResourceRequest: APIRequest {
+    public static var operation: APIOperation { .untagResource }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.resourceArn(resourceArn, at: "resourceArn")
+        try Rule.count(tagKeys, 0...ModelLimits.maximumTags, at: "tagKeys")
+        for key in tagKeys { try Rule.tagKey(key, at: "tagKeys") }
+    }
+}
+
+extension ListTagsForResourceRequest: APIRequest {
+    public static var operation: APIOperation { .listTagsForResource }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.resourceArn(resourceArn, at: "resourceArn")
+    }
+}

@@ -1,1 +1,0 @@
-// Events module: see issues #2–#5.

@@ -1,1 +1,0 @@
-// Lifecycle module: see issues #2–#5.
