@@ -1,0 +1,89 @@
+// Places an ordered list of participants in an area: a plain grid, or — with a featured
+// participant — one large featured slot plus a strip of equal tiles for everyone else.
+// Used by the grid engine for the whole canvas and by the PiP engine for the main area.
+
+/// Which side of the featured slot the strip of other participants goes.
+enum StripSide: Equatable {
+    case below
+    case beside
+}
+
+struct TilePlacement {
+    /// Even gap between tiles (and between the featured slot and the strip).
+    var gap: Int
+    /// Aspect of the non-featured tiles; nil means tiles take their whole cell.
+    var tileAspect: AspectRatio?
+    var gridFillMode: VideoFillMode
+    var featuredFillMode: VideoFillMode
+    var zIndex: Int
+
+    /// Share of the area's height (strip below) or width (strip beside) the strip may use.
+    static let stripShare = (numerator: 1, denominator: 4)
+
+    func tiles(featured: LayoutParticipant?, others: [LayoutParticipant], in area: Rect) -> [Tile] {
+        guard let featured else { return gridTiles(others, in: area) }
+        guard !others.isEmpty else {
+            return [tile(featured, area, featuredFillMode)]
+        }
+        let featuredAspect = ParticipantSelection.aspect(of: featured, fallback: tileAspect ?? .video)
+        let below = featuredSplit(.below, others: others, in: area)
+        let beside = featuredSplit(.beside, others: others, in: area)
+        // The side that shows the featured video (undistorted) larger wins; on a tie, the
+        // strip goes below on a landscape/square area and beside on a portrait one.
+        let belowArea = featuredAspect.fitted(in: below.slot.size).area
+        let besideArea = featuredAspect.fitted(in: beside.slot.size).area
+        let preferBelow = area.width >= area.height
+        let chosen = belowArea > besideArea || (belowArea == besideArea && preferBelow) ? below : beside
+        return [tile(featured, chosen.slot, featuredFillMode)]
+            + zip(others, chosen.strip).map { tile($0, $1, gridFillMode) }
+    }
+
+    /// Equal tiles, rows x columns chosen for the largest tile.
+    func gridTiles(_ participants: [LayoutParticipant], in area: Rect) -> [Tile] {
+        guard !participants.isEmpty else { return [] }
+        let arrangement = GridArrangement.best(count: participants.count, area: area.size, gap: gap, aspect: tileAspect)
+        return zip(participants, arrangement.rects(count: participants.count, in: area)).map {
+            tile($0, $1, gridFillMode)
+        }
+    }
+
+    /// The featured slot and the strip tiles for one strip side. The strip region is a
+    /// quarter of the area; the strip only takes the height (width) its tiles need, the
+    /// featured slot gets the rest minus one gap.
+    func featuredSplit(_ side: StripSide, others: [LayoutParticipant], in area: Rect) -> (slot: Rect, strip: [Rect]) {
+        let share = TilePlacement.stripShare
+        switch side {
+        case .below:
+            let region = PixelSize(width: area.width,
+                                   height: max(evenFloor(area.height * share.numerator / share.denominator), minimumTileEdge))
+            let arrangement = GridArrangement.best(count: others.count, area: region, gap: gap, aspect: tileAspect)
+            let used = arrangement.blockSize.height
+            let slotHeight = max(area.height - used - gap, minimumTileEdge)
+            let stripArea = Rect(x: area.x, y: area.maxY - used, width: area.width, height: used)
+            return (Rect(x: area.x, y: area.y, width: area.width, height: slotHeight),
+                    arrangement.rects(count: others.count, in: stripArea))
+        case .beside:
+            let region = PixelSize(width: max(evenFloor(area.width * share.numerator / share.denominator), minimumTileEdge),
+                                   height: area.height)
+            let arrangement = GridArrangement.best(count: others.count, area: region, gap: gap, aspect: tileAspect)
+            let used = arrangement.blockSize.width
+            let slotWidth = max(area.width - used - gap, minimumTileEdge)
+            let stripArea = Rect(x: area.maxX - used, y: area.y, width: used, height: area.height)
+            return (Rect(x: area.x, y: area.y, width: slotWidth, height: area.height),
+                    arrangement.rects(count: others.count, in: stripArea))
+        }
+    }
+
+    private func tile(_ participant: LayoutParticipant, _ rect: Rect, _ fillMode: VideoFillMode) -> Tile {
+        Tile(participantId: participant.participantId, rect: rect, fillMode: fillMode,
+             zIndex: zIndex, content: participant.tileContent)
+    }
+}
+
+extension Rect {
+    var size: PixelSize { PixelSize(width: width, height: height) }
+}
+
+extension PixelSize {
+    var area: Int { width * height }
+}
