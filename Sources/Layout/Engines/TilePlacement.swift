@@ -28,12 +28,16 @@ struct TilePlacement {
         let featuredAspect = ParticipantSelection.aspect(of: featured, fallback: tileAspect ?? .video)
         let below = featuredSplit(.below, others: others, in: area)
         let beside = featuredSplit(.beside, others: others, in: area)
-        // The side that shows the featured video (undistorted) larger wins; on a tie, the
-        // strip goes below on a landscape/square area and beside on a portrait one.
+        // The strip goes below on a landscape/square area and beside on a portrait one,
+        // unless the other side shows the featured video (undistorted, at its own aspect)
+        // at least 25% larger — e.g. a phone-portrait featured video on a landscape canvas.
         let belowArea = featuredAspect.fitted(in: below.slot.size).area
         let besideArea = featuredAspect.fitted(in: beside.slot.size).area
-        let preferBelow = area.width >= area.height
-        let chosen = belowArea > besideArea || (belowArea == besideArea && preferBelow) ? below : beside
+        let chosen = if area.width >= area.height {
+            besideArea * 4 >= belowArea * 5 ? beside : below
+        } else {
+            belowArea * 4 >= besideArea * 5 ? below : beside
+        }
         return [tile(featured, chosen.slot, featuredFillMode)]
             + zip(others, chosen.strip).map { tile($0, $1, gridFillMode) }
     }
