@@ -66,6 +66,10 @@ public struct AspectRatio: Hashable, Sendable, CustomStringConvertible {
 /// When the requested gap leaves less than the minimum edge per tile, the gap shrinks
 /// (never below zero) before the tile is clamped up to the minimum edge.
 struct AxisSplit: Equatable {
+    /// The exact share of one tile (not rounded to even, so an aspect fit inside it loses
+    /// nothing before its own rounding).
+    var cell: Int
+    /// The cell rounded down to even.
     var tile: Int
     var gap: Int
 
@@ -76,7 +80,8 @@ struct AxisSplit: Equatable {
             gap = max(0, evenFloor((length - minimumTileEdge * count) / (count - 1)))
         }
         self.gap = gap
-        self.tile = max(evenFloor((length - gap * (count - 1)) / count), minimumTileEdge)
+        self.cell = max((length - gap * (count - 1)) / count, minimumTileEdge)
+        self.tile = evenFloor(cell)
     }
 }
 
@@ -96,28 +101,29 @@ struct GridArrangement: Equatable {
         self.columns = columns
         self.horizontalGap = across.gap
         self.verticalGap = down.gap
-        let cell = PixelSize(width: across.tile, height: down.tile)
-        self.tile = aspect.map { $0.fitted(in: cell) } ?? cell
+        self.tile = aspect.map { $0.fitted(in: PixelSize(width: across.cell, height: down.cell)) }
+            ?? PixelSize(width: across.tile, height: down.tile)
     }
 
     /// Every column count 1...count is tried (rows follow as ceil(count / columns), so no
-    /// row is ever empty). Ties keep the arrangement with fewer empty cells, then the one
+    /// row is ever empty). Ties keep the arrangement that fits the area (only minimum-size
+    /// tiles on a tiny area can overflow), then the one with fewer empty cells, then the one
     /// closer to the canvas orientation (more columns on landscape, more rows on portrait).
     /// With `aspect == nil` tiles take the whole cell (used when the area must be filled).
     static func best(count: Int, area: PixelSize, gap: Int, aspect: AspectRatio?) -> GridArrangement {
         precondition(count >= 1)
         var best: GridArrangement?
-        var bestScore = (area: -1, emptyCells: 0, orientation: 0)
+        var bestScore = (area: 0, overflow: 0, emptyCells: 0, orientation: 0)
         for columns in 1...count {
             let rows = (count + columns - 1) / columns
             let candidate = GridArrangement(rows: rows, columns: columns, area: area, gap: gap, aspect: aspect)
+            let block = candidate.blockSize
+            // Larger tiles first; "smaller is better" terms are negated.
             let score = (area: candidate.tile.width * candidate.tile.height,
-                         emptyCells: rows * columns - count,
+                         overflow: -(max(block.width - area.width, 0) + max(block.height - area.height, 0)),
+                         emptyCells: -(rows * columns - count),
                          orientation: area.width >= area.height ? columns : rows)
-            if best == nil || score.area > bestScore.area
-                || (score.area == bestScore.area && score.emptyCells < bestScore.emptyCells)
-                || (score.area == bestScore.area && score.emptyCells == bestScore.emptyCells
-                    && score.orientation > bestScore.orientation) {
+            if best == nil || score > bestScore {
                 best = candidate
                 bestScore = score
             }

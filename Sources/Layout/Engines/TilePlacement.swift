@@ -20,7 +20,18 @@ struct TilePlacement {
     /// Share of the area's height (strip below) or width (strip beside) the strip may use.
     static let stripShare = (numerator: 1, denominator: 4)
 
+    /// Tiles in layout order (featured first). On an area too small for every participant
+    /// at the minimum size, tiles are clamped inside it (and then may overlap) rather than
+    /// anyone being dropped.
     func tiles(featured: LayoutParticipant?, others: [LayoutParticipant], in area: Rect) -> [Tile] {
+        unclampedTiles(featured: featured, others: others, in: area).map { tile in
+            var tile = tile
+            tile.rect = tile.rect.clampedEven(to: area)
+            return tile
+        }
+    }
+
+    private func unclampedTiles(featured: LayoutParticipant?, others: [LayoutParticipant], in area: Rect) -> [Tile] {
         guard let featured else { return gridTiles(others, in: area) }
         guard !others.isEmpty else {
             return [tile(featured, area, featuredFillMode)]
@@ -53,7 +64,8 @@ struct TilePlacement {
 
     /// The featured slot and the strip tiles for one strip side. The strip region is a
     /// quarter of the area; the strip only takes the height (width) its tiles need, the
-    /// featured slot gets the rest minus one gap.
+    /// featured slot gets the rest minus one gap (less when the gap would leave the slot
+    /// under the minimum edge).
     func featuredSplit(_ side: StripSide, others: [LayoutParticipant], in area: Rect) -> (slot: Rect, strip: [Rect]) {
         let share = TilePlacement.stripShare
         switch side {
@@ -62,7 +74,7 @@ struct TilePlacement {
                                    height: max(evenFloor(area.height * share.numerator / share.denominator), minimumTileEdge))
             let arrangement = GridArrangement.best(count: others.count, area: region, gap: gap, aspect: tileAspect)
             let used = arrangement.blockSize.height
-            let slotHeight = max(area.height - used - gap, minimumTileEdge)
+            let slotHeight = max(area.height - used - min(gap, evenFloor(max(area.height - used - minimumTileEdge, 0))), minimumTileEdge)
             let stripArea = Rect(x: area.x, y: area.maxY - used, width: area.width, height: used)
             return (Rect(x: area.x, y: area.y, width: area.width, height: slotHeight),
                     arrangement.rects(count: others.count, in: stripArea))
@@ -71,7 +83,7 @@ struct TilePlacement {
                                    height: area.height)
             let arrangement = GridArrangement.best(count: others.count, area: region, gap: gap, aspect: tileAspect)
             let used = arrangement.blockSize.width
-            let slotWidth = max(area.width - used - gap, minimumTileEdge)
+            let slotWidth = max(area.width - used - min(gap, evenFloor(max(area.width - used - minimumTileEdge, 0))), minimumTileEdge)
             let stripArea = Rect(x: area.maxX - used, y: area.y, width: used, height: area.height)
             return (Rect(x: area.x, y: area.y, width: slotWidth, height: area.height),
                     arrangement.rects(count: others.count, in: stripArea))
