@@ -1,0 +1,119 @@
+// `stage-compositor layout ...`: look at what a layout does without running a composition.
+
+import ArgumentParser
+import Foundation
+import Layout
+
+struct LayoutCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "layout",
+        abstract: "Inspect layout presets.",
+        subcommands: [Preview.self, Gallery.self])
+}
+
+extension LayoutCommand {
+    struct Preview: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Render a layout for N sample participants to a PNG.")
+
+        @Option(help: "Preset name (looked up in the layouts directories) or path to a LayoutConfiguration JSON file.")
+        var layout: String = "grid"
+
+        @Option(help: "Number of participants (P1...Pn, arriving in that order).")
+        var participants: Int
+
+        @Option(help: "1-based index of the participant whose featured attribute is \"true\".")
+        var featured: Int?
+
+        @Option(help: "1-based index of the participant whose PiP attribute is \"true\".")
+        var pip: Int?
+
+        @Option(help: "Comma-separated 1-based indices of participants with stopped video, e.g. 2,3.")
+        var stopped: String?
+
+        @Option(help: "Canvas size WxH.")
+        var size: String = "1280x720"
+
+        @Option(help: "Output PNG file.")
+        var out: String
+
+        mutating func validate() throws {
+            guard (0...64).contains(participants) else { throw ValidationError("--participants must be 0...64") }
+            _ = try parseSize(size)
+            _ = try parseIndices(stopped)
+        }
+
+        mutating func run() throws {
+            let configuration = try LayoutPresets.resolve(layout, searchDirectories: LayoutPresets.defaultSearchDirectories())
+            let canvas = try parseSize(size)
+            let sample = LayoutPreview.sampleParticipants(
+                count: participants, featured: Set(featured.map { [$0] } ?? []), pip: Set(pip.map { [$0] } ?? []),
+                stopped: try parseIndices(stopped), configuration: configuration)
+            let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample)
+            try Data(png).write(to: URL(fileURLWithPath: out), options: .atomic)
+            for tile in configuration.makeEngine().tiles(canvas: canvas, participants: sample) {
+                print(tile)
+            }
+        }
+    }
+
+    /// Renders every preset for several participant counts (docs/layouts/).
+    struct Gallery: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Render every preset for several participant counts into a directory and print a Markdown table.")
+
+        @Option(help: "Directory for the PNGs.")
+        var outDir: String
+
+        @Option(help: "Canvas size WxH.")
+        var size: String = "480x270"
+
+        @Option(help: "Comma-separated participant counts.")
+        var counts: String = "1,2,3,4,6,9,12"
+
+        mutating func run() throws {
+            let directories = LayoutPresets.defaultSearchDirectories()
+            let canvas = try parseSize(size)
+            let counts = try parseIndices(counts).sorted()
+            try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
+            print("| preset | " + counts.map { "\($0)" }.joined(separator: " | ") + " |")
+            print("|---|" + counts.map { _ in "---" }.joined(separator: "|") + "|")
+            for name in LayoutPresets.availableNames(in: directories) {
+                let configuration = try LayoutPresets.resolve(name, searchDirectories: directories)
+                var cells: [String] = []
+                for count in counts {
+                    // P1 is featured / in the PiP window; the last of 3+ has its camera off.
+                    let sample = LayoutPreview.sampleParticipants(
+                        count: count, featured: [1], pip: [1], stopped: count >= 3 ? [count] : [],
+                        configuration: configuration)
+                    let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample)
+                    let file = "\(name)-\(count).png"
+                    try Data(png).write(to: URL(fileURLWithPath: outDir).appendingPathComponent(file), options: .atomic)
+                    cells.append("![\(name) \(count)](\(file))")
+                }
+                print("| `\(name)` | " + cells.joined(separator: " | ") + " |")
+            }
+        }
+    }
+}
+
+private func parseSize(_ text: String) throws -> PixelSize {
+    let parts = text.lowercased().split(separator: "x")
+    guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]),
+          (2...8192).contains(width), (2...8192).contains(height) else {
+        throw ValidationError("size must be WxH with each side 2...8192, e.g. 1280x720 (got '\(text)')")
+    }
+    return PixelSize(width: width, height: height)
+}
+
+private func parseIndices(_ text: String?) throws -> Set<Int> {
+    guard let text, !text.isEmpty else { return [] }
+    var indices = Set<Int>()
+    for part in text.split(separator: ",") {
+        guard let index = Int(part.trimmingCharacters(in: .whitespaces)), index >= 1 else {
+            throw ValidationError("expected comma-separated positive integers (got '\(text)')")
+        }
+        indices.insert(index)
+    }
+    return indices
+}
