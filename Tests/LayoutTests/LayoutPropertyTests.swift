@@ -176,6 +176,13 @@ import Testing
             let tiles = engine.tiles(canvas: canvas, participants: stage)
             #expect(tiles.first?.participantId == stage[featuredIndex].participantId)
             #expect(tiles.dropFirst().allSatisfy { $0.rect.area < tiles[0].rect.area }, "\(canvas) \(tiles)")
+            // The strip is entirely below or entirely beside the slot, exactly one gap away.
+            let slot = tiles[0].rect, strip = tiles.dropFirst().map(\.rect)
+            let below = strip.allSatisfy { $0.y >= slot.maxY }, beside = strip.allSatisfy { $0.x >= slot.maxX }
+            #expect(below != beside, "\(canvas) \(tiles)")
+            if below { #expect(strip.map(\.y).min()! - slot.maxY == 2) }
+            if beside { #expect(strip.map(\.x).min()! - slot.maxX == 2) }
+            #expect(geometryViolation(tiles, canvas: canvas) == nil)
         }
     }
 }

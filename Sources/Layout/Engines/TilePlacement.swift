@@ -74,7 +74,7 @@ struct TilePlacement {
                                    height: max(evenFloor(area.height * share.numerator / share.denominator), minimumTileEdge))
             let arrangement = GridArrangement.best(count: others.count, area: region, gap: gap, aspect: tileAspect)
             let used = arrangement.blockSize.height
-            let slotHeight = max(area.height - used - min(gap, evenFloor(max(area.height - used - minimumTileEdge, 0))), minimumTileEdge)
+            let slotHeight = max(area.height - used - slotGap(remaining: area.height - used), minimumTileEdge)
             let stripArea = Rect(x: area.x, y: area.maxY - used, width: area.width, height: used)
             return (Rect(x: area.x, y: area.y, width: area.width, height: slotHeight),
                     arrangement.rects(count: others.count, in: stripArea))
@@ -83,11 +83,17 @@ struct TilePlacement {
                                    height: area.height)
             let arrangement = GridArrangement.best(count: others.count, area: region, gap: gap, aspect: tileAspect)
             let used = arrangement.blockSize.width
-            let slotWidth = max(area.width - used - min(gap, evenFloor(max(area.width - used - minimumTileEdge, 0))), minimumTileEdge)
+            let slotWidth = max(area.width - used - slotGap(remaining: area.width - used), minimumTileEdge)
             let stripArea = Rect(x: area.maxX - used, y: area.y, width: used, height: area.height)
             return (Rect(x: area.x, y: area.y, width: slotWidth, height: area.height),
                     arrangement.rects(count: others.count, in: stripArea))
         }
+    }
+
+    /// The gap between the featured slot and the strip, shrunk if it would leave the slot
+    /// under the minimum edge in the `remaining` pixels.
+    private func slotGap(remaining: Int) -> Int {
+        min(gap, evenFloor(max(remaining - minimumTileEdge, 0)))
     }
 
     private func tile(_ participant: LayoutParticipant, _ rect: Rect, _ fillMode: VideoFillMode) -> Tile {
