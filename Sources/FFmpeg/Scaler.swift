@@ -69,10 +69,17 @@ public final class TileScaler {
     private let srcStrides = UnsafeMutablePointer<Int32>.allocate(capacity: 4)
     private let dstPointers = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: 4)
     private let dstStrides = UnsafeMutablePointer<Int32>.allocate(capacity: 4)
+    /// swscale's SIMD output writes whole vectors, so up to `overrun` bytes right of the
+    /// destination may be clobbered. Those bytes belong to a neighbouring tile or the
+    /// background: they are saved before scaling and put back after.
+    static let overrun = 32
+    private var guardBytes = UnsafeMutablePointer<UInt8>.allocate(capacity: 0)
+    private var guardCapacity = 0
 
     public init() {}
 
     deinit {
+        guardBytes.deallocate()
         sws_freeContext(context)
         srcPointers.deallocate()
         srcStrides.deallocate()
@@ -123,7 +130,25 @@ public final class TileScaler {
         dstStrides[1] = Int32(planes.uStride)
         dstStrides[2] = Int32(planes.vStride)
         dstStrides[3] = 0
+        let luma = GuardBand(plane: planes.y, stride: planes.yStride, planeWidth: planes.width,
+                             x: destination.x + destination.width, y: destination.y, rows: destination.height)
+        let chromaU = GuardBand(plane: planes.u, stride: planes.uStride, planeWidth: (planes.width + 1) / 2,
+                                x: (destination.x + destination.width) / 2, y: destination.y / 2, rows: destination.height / 2)
+        let chromaV = GuardBand(plane: planes.v, stride: planes.vStride, planeWidth: (planes.width + 1) / 2,
+                                x: (destination.x + destination.width) / 2, y: destination.y / 2, rows: destination.height / 2)
+        let needed = luma.byteCount + chromaU.byteCount + chromaV.byteCount
+        if needed > guardCapacity {
+            guardBytes.deallocate()
+            guardBytes = .allocate(capacity: needed)
+            guardCapacity = needed
+        }
+        luma.save(to: guardBytes)
+        chromaU.save(to: guardBytes + luma.byteCount)
+        chromaV.save(to: guardBytes + luma.byteCount + chromaU.byteCount)
         let rows = sws_scale(context, srcPointers, srcStrides, 0, Int32(crop.height), dstPointers, dstStrides)
+        luma.restore(from: guardBytes)
+        chromaU.restore(from: guardBytes + luma.byteCount)
+        chromaV.restore(from: guardBytes + luma.byteCount + chromaU.byteCount)
         if rows < 0 { throw FFmpegError(code: rows, operation: "scale") }
     }
 
@@ -137,5 +162,36 @@ public final class TileScaler {
             }
         }
         return step
+    }
+}
+
+/// The bytes just right of a destination rectangle in one plane.
+private struct GuardBand {
+    let plane: UnsafeMutablePointer<UInt8>
+    let stride: Int
+    let x: Int
+    let y: Int
+    let rows: Int
+    let width: Int
+
+    init(plane: UnsafeMutablePointer<UInt8>, stride: Int, planeWidth: Int, x: Int, y: Int, rows: Int) {
+        self.plane = plane
+        self.stride = stride
+        self.x = x
+        self.y = y
+        self.rows = rows
+        width = max(0, min(TileScaler.overrun, planeWidth - x))
+    }
+
+    var byteCount: Int { width * rows }
+
+    func save(to buffer: UnsafeMutablePointer<UInt8>) {
+        guard width > 0 else { return }
+        for row in 0..<rows { (buffer + row * width).update(from: plane + (y + row) * stride + x, count: width) }
+    }
+
+    func restore(from buffer: UnsafeMutablePointer<UInt8>) {
+        guard width > 0 else { return }
+        for row in 0..<rows { (plane + (y + row) * stride + x).update(from: buffer + row * width, count: width) }
     }
 }

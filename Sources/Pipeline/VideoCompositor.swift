@@ -94,8 +94,14 @@ public final class VideoCompositor {
         return scaler
     }
 
+    /// The shared camera-off placeholder (the same drawing `layout preview` shows).
     private func drawCameraOff(_ tile: Tile) {
-        let rect = PixelRect(x: tile.rect.x, y: tile.rect.y, width: tile.rect.width, height: tile.rect.height)
-        canvas.fill(rect, y: 40, u: 128, v: 128)
+        let planes = canvas.yuvPlanes
+        let frame = PlanarYUV420(yPlane: planes.y, uPlane: planes.u, vPlane: planes.v,
+                                 yStride: planes.yStride, uStride: planes.uStride, vStride: planes.vStride,
+                                 width: planes.width, height: planes.height)
+        let participant = previousInput.first { $0.participantId == tile.participantId }
+        let label = participant.map { $0.userId.isEmpty ? $0.participantId : $0.userId } ?? tile.participantId
+        CameraOffTile.draw(into: frame, rect: tile.rect, label: label)
     }
 }

@@ -1,16 +1,15 @@
 import Foundation
 import Layout
 
-/// Resolves `--layout`: a file path (JSON LayoutConfiguration) or a preset name.
+/// Resolves `--layout`: a preset name from layouts/ or a LayoutConfiguration JSON file.
 enum LayoutResolver {
     static func resolve(_ nameOrPath: String) throws -> LayoutConfiguration {
-        if nameOrPath == "grid" { return .defaultGrid }
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: nameOrPath)) } catch {
-            throw CLIFailure("--layout: cannot read \(nameOrPath)")
-        }
-        do { return try JSONDecoder().decode(LayoutConfiguration.self, from: data) } catch {
-            throw CLIFailure("--layout: \(nameOrPath): \(error)")
+        do {
+            let configuration = try LayoutPresets.resolve(nameOrPath, searchDirectories: LayoutPresets.defaultSearchDirectories())
+            try configuration.validate()
+            return configuration
+        } catch {
+            throw CLIFailure("--layout: \(error)")
         }
     }
 }

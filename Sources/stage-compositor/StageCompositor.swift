@@ -5,6 +5,6 @@ struct StageCompositor: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stage-compositor",
         abstract: "IVS-compatible server-side composition: grid/PiP layouts, audio mix, HLS recording, RTMP push.",
-        subcommands: [ComposeCommand.self]
+        subcommands: [ComposeCommand.self, LayoutCommand.self]
     )
 }
