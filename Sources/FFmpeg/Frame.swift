@@ -141,3 +141,61 @@ extension Packet {
         av_packet_ref(other.pointer, pointer)
     }
 }
+
+extension Frame {
+    /// True for 8-bit planar YUV 4:2:0 (what H.264/VP8 decoders give us almost always).
+    public var isYUV420P: Bool {
+        let format = AVPixelFormat(rawValue: pointer.pointee.format)
+        return format == AV_PIX_FMT_YUV420P || format == AV_PIX_FMT_YUVJ420P
+    }
+
+    /// Writes this YUV420P picture rotated clockwise by `quarterTurns` × 90° into `target`,
+    /// (re)allocating `target`'s buffers only when its size or format must change. Used for
+    /// sources with display-rotation metadata (phones), so the tile shows them upright.
+    public func rotated(clockwiseQuarterTurns quarterTurns: Int, into target: Frame) throws(FFmpegError) {
+        let turns = ((quarterTurns % 4) + 4) % 4
+        let (w, h) = (width, height)
+        let (outW, outH) = turns % 2 == 1 ? (h, w) : (w, h)
+        let t = target.pointer
+        if t.pointee.width != Int32(outW) || t.pointee.height != Int32(outH) || t.pointee.format != pointer.pointee.format || t.pointee.buf.0 == nil {
+            av_frame_unref(t)
+            t.pointee.width = Int32(outW)
+            t.pointee.height = Int32(outH)
+            t.pointee.format = pointer.pointee.format
+            try check(av_frame_get_buffer(t, 0), "allocate rotated frame")
+        } else {
+            try check(av_frame_make_writable(t), "make rotated frame writable")
+        }
+        let src = pointer.pointee
+        let dst = t.pointee
+        rotatePlane(src.data.0!, Int(src.linesize.0), w, h, dst.data.0!, Int(dst.linesize.0), turns)
+        rotatePlane(src.data.1!, Int(src.linesize.1), (w + 1) / 2, (h + 1) / 2, dst.data.1!, Int(dst.linesize.1), turns)
+        rotatePlane(src.data.2!, Int(src.linesize.2), (w + 1) / 2, (h + 1) / 2, dst.data.2!, Int(dst.linesize.2), turns)
+        t.pointee.pts = src.pts
+        t.pointee.best_effort_timestamp = src.best_effort_timestamp
+    }
+}
+
+private func rotatePlane(_ src: UnsafeMutablePointer<UInt8>, _ srcStride: Int, _ w: Int, _ h: Int,
+                         _ dst: UnsafeMutablePointer<UInt8>, _ dstStride: Int, _ turns: Int) {
+    switch turns {
+    case 1: // clockwise: dst(x = h-1-y, y = x) = src(x, y)
+        for y in 0..<h {
+            let row = src + y * srcStride
+            for x in 0..<w { dst[x * dstStride + (h - 1 - y)] = row[x] }
+        }
+    case 2:
+        for y in 0..<h {
+            let row = src + y * srcStride
+            let out = dst + (h - 1 - y) * dstStride
+            for x in 0..<w { out[w - 1 - x] = row[x] }
+        }
+    case 3: // counter-clockwise: dst(x = y, y = w-1-x) = src(x, y)
+        for y in 0..<h {
+            let row = src + y * srcStride
+            for x in 0..<w { dst[(w - 1 - x) * dstStride + y] = row[x] }
+        }
+    default:
+        for y in 0..<h { (dst + y * dstStride).update(from: src + y * srcStride, count: w) }
+    }
+}

@@ -23,6 +23,9 @@ public final class ParticipantSubscriber {
     // Video: `current` is shown; `pending` is the next frame, not due yet.
     public let current = Frame()
     private let pending = Frame()
+    private let decoded = Frame()
+    /// Clockwise quarter turns that put the picture upright (display-matrix metadata).
+    private var rotationTurns = 0
     public private(set) var currentTime: Int64?
     private var pendingTime: Int64?
     private var videoMapper: TimestampMapper
@@ -66,6 +69,8 @@ public final class ParticipantSubscriber {
             videoTooLarge = true
             videoDecoder = nil
         } else if let videoStream {
+            // The display matrix gives counter-clockwise degrees; turn the other way.
+            rotationTurns = ((Int((Double(-videoStream.rotationDegrees) / 90).rounded()) % 4) + 4) % 4
             // Frame threads let decoding overlap the compositor and the encoder; the extra
             // frame of decoder delay does not matter in a pull model.
             var videoLimits = limits
@@ -123,13 +128,23 @@ public final class ParticipantSubscriber {
         while true {
             let result: ReceiveResult
             do {
-                result = try decoder.receive(into: pending)
+                result = try decoder.receive(into: decoded)
             } catch {
                 logger.warning("video decode error; skipping", metadata: ["participant.id": "\(participantId)", "error": "\(error)"])
                 continue
             }
             switch result {
             case .frame:
+                if rotationTurns != 0, decoded.isYUV420P {
+                    do {
+                        try decoded.rotated(clockwiseQuarterTurns: rotationTurns, into: pending)
+                    } catch {
+                        logger.warning("rotate failed", metadata: ["participant.id": "\(participantId)", "error": "\(error)"])
+                        continue
+                    }
+                } else {
+                    pending.take(from: decoded)
+                }
                 let size = PixelSize(width: pending.width, height: pending.height)
                 if ParticipantSubscriber.isAbove1080p(width: size.width, height: size.height) {
                     if !videoTooLarge {
