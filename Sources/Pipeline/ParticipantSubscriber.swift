@@ -55,6 +55,9 @@ public final class ParticipantSubscriber {
 
     public var hasVideoStream: Bool { videoDecoder != nil }
 
+    /// Stage time (µs) at which this participant's media ends, when the container knows.
+    public var mediaEndTime: Int64? { demuxer.durationMicroseconds.map { offsetMicroseconds + $0 } }
+
     public init(participantId: String, mediaPath: String, offset: MediaTime, mixRate: Int = 48_000,
                 limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(FFmpegError) {
         self.participantId = participantId

@@ -76,14 +76,15 @@ public final class RecordedStageSource: StageSource {
 
     public func subscriber(for participantId: String) -> ParticipantSubscriber? { subscribers[participantId] }
 
-    /// The manifest's durationMs, else the later of the last unpublish and the end of media.
+    /// The manifest's durationMs, else the later of the last timeline event and the end of
+    /// the last participant's media.
     public var duration: MediaTime? {
         if let ms = stage.manifest.durationMs { return .milliseconds(ms) }
-        var end: Int64 = stage.manifest.lastUnpublishMs ?? 0
+        var end: Int64 = 0
         for participant in stage.manifest.participants {
-            let last = participant.timeline.last?.atMs ?? 0
-            end = max(end, last)
+            end = max(end, (participant.timeline.last?.atMs ?? 0) * 1000)
+            if let mediaEnd = subscribers[participant.participantId]?.mediaEndTime { end = max(end, mediaEnd) }
         }
-        return .milliseconds(max(end, 1000))
+        return .microseconds(max(end, 1_000_000))
     }
 }
