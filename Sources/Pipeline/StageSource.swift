@@ -34,6 +34,13 @@ public final class RecordedStageSource: StageSource {
     public let stage: RecordedStage
     private var subscribers: [String: ParticipantSubscriber] = [:]
     private let arrival: [String: Int]
+    /// Every instant (ms) at which someone's state changes, ascending.
+    private let changeTimes: [Int64]
+    /// The answer for [cachedFrom, cachedUntil): the stage only changes at timeline events, so
+    /// most frames reuse it without recomputing or allocating.
+    private var cached: [StageParticipantState] = []
+    private var cachedFrom: Int64 = .max
+    private var cachedUntil: Int64 = .min
 
     /// Opens every participant's media. A file that cannot be opened is an error naming it.
     public init(stage: RecordedStage, logger: Logger) throws(PipelineError) {
@@ -46,6 +53,7 @@ public final class RecordedStageSource: StageSource {
         }
         for (rank, entry) in ordered.enumerated() { arrival[entry.element.participantId] = rank }
         self.arrival = arrival
+        changeTimes = Array(Set(stage.manifest.participants.flatMap { $0.timeline.map(\.atMs) })).sorted()
         for participant in stage.manifest.participants {
             guard let path = stage.mediaPath(for: participant) else { continue }
             var participantLogger = logger
@@ -63,8 +71,13 @@ public final class RecordedStageSource: StageSource {
     public var stageArn: String { stage.manifest.stageArn }
 
     public func participants(at stageTime: MediaTime) -> [StageParticipantState] {
-        let ms = stageTime.millisecondsValue
-        return stage.manifest.participants.map { participant in
+        let ms = stageTime.microsecondsValue / 1000
+        if ms >= cachedFrom && ms < cachedUntil { return cached }
+        // The state holds from the last change at or before `ms` until the next change.
+        let next = changeTimes.firstIndex { $0 > ms }
+        cachedUntil = next.map { changeTimes[$0] } ?? .max
+        cachedFrom = next.map { $0 > 0 ? changeTimes[$0 - 1] : .min } ?? (changeTimes.last ?? .min)
+        cached = stage.manifest.participants.map { participant in
             let state = participant.state(atMs: ms)
             return StageParticipantState(
                 participantId: participant.participantId, userId: participant.userId,
@@ -72,6 +85,7 @@ public final class RecordedStageSource: StageSource {
                 isVideoStopped: state.isVideoStopped, isAudioMuted: state.isAudioMuted,
                 arrivalIndex: arrival[participant.participantId] ?? 0)
         }
+        return cached
     }
 
     public func subscriber(for participantId: String) -> ParticipantSubscriber? { subscribers[participantId] }
