@@ -16,10 +16,12 @@ public struct RecordingDestinationPlan: Sendable {
     public var storage: any ObjectStorage
     public var encoderConfigurationId: String
     public var targetSegmentDurationSeconds: Int
+    public var thumbnails: ThumbnailPlan?
 
     public init(destinationId: String, storage: any ObjectStorage, encoderConfigurationId: String,
-                targetSegmentDurationSeconds: Int = 2) {
+                targetSegmentDurationSeconds: Int = 2, thumbnails: ThumbnailPlan? = ThumbnailPlan()) {
         self.destinationId = destinationId
+        self.thumbnails = thumbnails
         self.storage = storage
         self.encoderConfigurationId = encoderConfigurationId
         self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
@@ -70,7 +72,7 @@ public final class CompositionRunner {
             let configuration = HLSRecordingConfiguration(
                 layout: layout, stageArn: source.stageArn, encoderConfigurationId: recording.encoderConfigurationId,
                 targetSegmentDurationSeconds: recording.targetSegmentDurationSeconds,
-                video: plan.videoSettings, audioBitrate: audio.bitrate)
+                video: plan.videoSettings, audioBitrate: audio.bitrate, thumbnails: recording.thumbnails)
             var sinkLogger = logger
             sinkLogger[metadataKey: "destination.id"] = "\(recording.destinationId)"
             let sink = HLSRecordingSink(name: "s3 destination \(recording.destinationId)", configuration: configuration,

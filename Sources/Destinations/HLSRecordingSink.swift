@@ -11,8 +11,24 @@ public import MediaCore
 public import Pipeline
 public import Logging
 
+/// CompositionThumbnailConfiguration: JPEGs of the composite every `intervalSeconds`.
+public struct ThumbnailPlan: Sendable, Equatable {
+    public var intervalSeconds: Int
+    /// `media/thumbnails/<w>x<h>/<n>.jpg`, numbered from 1.
+    public var sequential: Bool
+    /// `media/latest_thumbnail/<w>x<h>/thumb.jpg`, overwritten each time.
+    public var latest: Bool
+
+    public init(intervalSeconds: Int = 60, sequential: Bool = true, latest: Bool = false) {
+        self.intervalSeconds = intervalSeconds
+        self.sequential = sequential
+        self.latest = latest
+    }
+}
+
 public struct HLSRecordingConfiguration: Sendable {
     public var layout: RecordingLayout
+    public var thumbnails: ThumbnailPlan?
     public var stageArn: String
     public var encoderConfigurationId: String
     public var targetSegmentDurationSeconds: Int
@@ -20,8 +36,10 @@ public struct HLSRecordingConfiguration: Sendable {
     public var audioBitrate: Int
 
     public init(layout: RecordingLayout, stageArn: String, encoderConfigurationId: String,
-                targetSegmentDurationSeconds: Int, video: VideoEncoderSettings, audioBitrate: Int) {
+                targetSegmentDurationSeconds: Int, video: VideoEncoderSettings, audioBitrate: Int,
+                thumbnails: ThumbnailPlan? = nil) {
         self.layout = layout
+        self.thumbnails = thumbnails
         self.stageArn = stageArn
         self.encoderConfigurationId = encoderConfigurationId
         self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
@@ -56,6 +74,7 @@ public final class HLSRecordingSink: PacketSink {
     private var audioQueue: [Packet] = []
     private var packetPool: [Packet] = []
     private var finished = false
+    private var thumbnailCount = 0
 
     public init(name: String, configuration: HLSRecordingConfiguration, uploads: UploadQueue,
                 now: @escaping () -> Date = Date.init, logger: Logger) {
@@ -66,8 +85,11 @@ public final class HLSRecordingSink: PacketSink {
         self.logger = logger
         playlist = MediaPlaylist(targetDurationSeconds: configuration.targetSegmentDurationSeconds, playlistType: .event)
         let resolution = VideoResolution(width: configuration.video.width, height: configuration.video.height)
-        metadata = RecordingMetadata(stageArn: configuration.stageArn, status: .recordingStarted, startedAt: nil,
-                                     renditions: [.init(path: configuration.renditionName, resolution: resolution)])
+        metadata = RecordingMetadata(
+            stageArn: configuration.stageArn, status: .recordingStarted, startedAt: nil,
+            renditions: [.init(path: configuration.renditionName, resolution: resolution)],
+            thumbnails: configuration.thumbnails?.sequential == true ? .sequential([resolution]) : nil,
+            latestThumbnail: configuration.thumbnails?.latest == true ? .latest([resolution]) : nil)
     }
 
     public var mediaPlaylistKey: String { configuration.layout.mediaPlaylistKey(rendition: configuration.renditionName) }
@@ -98,6 +120,25 @@ public final class HLSRecordingSink: PacketSink {
             codecs: "\(video.rfc6381Codec),\(audio.rfc6381Codec)",
             uri: "\(configuration.renditionName)/\(RecordingLayout.mediaPlaylistName)")
         upload(Data(MultivariantPlaylist(variants: [variant]).render().utf8), key: multivariantPlaylistKey)
+    }
+
+    /// Thumbnails: the composite itself (rendition size) at tick 0 and every interval.
+    public func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {
+        guard let plan = configuration.thumbnails, plan.sequential || plan.latest, !finished else { return }
+        let interval = configuration.video.frameRate.rescale(Int64(plan.intervalSeconds), to: Rational(1, 1))
+        guard tick % max(interval, 1) == 0 else { return }
+        let resolution = VideoResolution(width: configuration.video.width, height: configuration.video.height)
+        let image: [UInt8]
+        do {
+            // A fresh encoder per image: thumbnails are seconds apart and MJPEG opens cheaply.
+            image = try JPEGEncoder(width: resolution.width, height: resolution.height).encode(canvas)
+        } catch {
+            logger.warning("thumbnail failed", metadata: ["error": "\(error)"])
+            return
+        }
+        thumbnailCount += 1
+        if plan.sequential { upload(Data(image), key: configuration.layout.thumbnailKey(resolution: resolution, number: thumbnailCount)) }
+        if plan.latest { upload(Data(image), key: configuration.layout.latestThumbnailKey(resolution: resolution)) }
     }
 
     public func write(_ packet: Packet, media: MediaType) throws(PipelineError) {

@@ -78,9 +78,11 @@ public final class Encoder {
         ctx.pointee.max_b_frames = 0
         ctx.pointee.thread_count = Int32(settings.threads)
         ctx.pointee.color_range = AVCOL_RANGE_MPEG
-        ctx.pointee.colorspace = AVCOL_SPC_BT709
-        ctx.pointee.color_primaries = AVCOL_PRI_BT709
-        ctx.pointee.color_trc = AVCOL_TRC_BT709
+        // Tiles are scaled without a matrix conversion and our own colours (camera-off tiles)
+        // are BT.601, like webcam and WebRTC sources: say so, so players show true colours.
+        ctx.pointee.colorspace = AVCOL_SPC_SMPTE170M
+        ctx.pointee.color_primaries = AVCOL_PRI_SMPTE170M
+        ctx.pointee.color_trc = AVCOL_TRC_SMPTE170M
         if settings.globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         var options: OpaquePointer? = nil
         defer { av_dict_free(&options) }

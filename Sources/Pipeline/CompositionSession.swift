@@ -129,6 +129,9 @@ public final class CompositionSession {
                 compositor.compose(participants: participants, source: source, stageTime: stageMicro)
             }
             compositor.canvas.pts = tick
+            for sink in sinks {
+                do { try sink.composed(compositor.canvas, tick: tick) } catch { dropSink(sink, reason: error.description) }
+            }
             mixer.mix(tick: tick, participants: participants, source: source)
             do {
                 try encode(videoEncoder, frame: compositor.canvas, forceKeyframe: tick % Int64(settings.video.keyframeInterval) == 0, media: .video)

@@ -12,4 +12,11 @@ public protocol PacketSink: AnyObject {
     func write(_ packet: Packet, media: MediaType) throws(PipelineError)
     /// The composition ended (`failure` nil: normally). Flush and finalize.
     func finish(failure: String?) throws(PipelineError)
+    /// The composed picture of output frame `tick`, before encoding (for thumbnails). Must
+    /// not keep or modify the frame.
+    func composed(_ canvas: Frame, tick: Int64) throws(PipelineError)
+}
+
+extension PacketSink {
+    public func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {}
 }

@@ -36,6 +36,9 @@ struct ComposeCommand: ParsableCommand {
     @Option(help: "Stop after this many seconds of output (default: the stage's length).")
     var duration: Double?
 
+    @Option(help: "Thumbnails every N seconds: N[:sequential|latest|both] (IVS default 60:sequential); 'off' for none.")
+    var thumbnails: String = "60:sequential"
+
     @Option(help: "x264 preset.")
     var preset: String = "veryfast"
 
@@ -54,6 +57,7 @@ struct ComposeCommand: ParsableCommand {
             let spec: EncoderSpec
             do { spec = try EncoderSpec.parse(encoder) } catch { throw CLIFailure("--encoder: \(error)") }
             let layoutConfiguration = try LayoutResolver.resolve(layout)
+            let thumbnailPlan = try parseThumbnails(thumbnails)
             let recordedStage = try RecordedStage.load(from: stage)
             let source = try RecordedStageSource(stage: recordedStage, logger: logger)
 
@@ -63,7 +67,8 @@ struct ComposeCommand: ParsableCommand {
                 recording: RecordingDestinationPlan(destinationId: makeResourceID(),
                                                     storage: LocalDirectoryStorage(rootPath: out),
                                                     encoderConfigurationId: makeResourceID(),
-                                                    targetSegmentDurationSeconds: segmentDuration),
+                                                    targetSegmentDurationSeconds: segmentDuration,
+                                                    thumbnails: thumbnailPlan),
                 preset: preset)
             let limit = duration.map { MediaTime.microseconds(Int64($0 * 1_000_000)) }
             let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger)
@@ -82,6 +87,21 @@ struct ComposeCommand: ParsableCommand {
                 print(root.appendingPathComponent(sink.multivariantPlaylistKey).path)
             }
         }
+    }
+}
+
+/// `N[:sequential|latest|both]` or `off`; N within the model's 1...86400.
+func parseThumbnails(_ text: String) throws -> ThumbnailPlan? {
+    if text == "off" { return nil }
+    let parts = text.split(separator: ":")
+    guard let first = parts.first, let seconds = Int(first), (1...86_400).contains(seconds), parts.count <= 2 else {
+        throw CLIFailure("--thumbnails: '\(text)' is not N[:sequential|latest|both] with N in 1...86400, or off")
+    }
+    switch parts.count == 2 ? String(parts[1]) : "sequential" {
+    case "sequential": return ThumbnailPlan(intervalSeconds: seconds, sequential: true, latest: false)
+    case "latest": return ThumbnailPlan(intervalSeconds: seconds, sequential: false, latest: true)
+    case "both": return ThumbnailPlan(intervalSeconds: seconds, sequential: true, latest: true)
+    default: throw CLIFailure("--thumbnails: storage must be sequential, latest or both")
     }
 }
 
