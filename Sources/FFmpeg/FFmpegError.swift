@@ -59,8 +59,9 @@ public struct FFmpegError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 // FFERRTAG values (the macros are not importable): -(a | b<<8 | c<<16 | d<<24).
-private func tag(_ a: Character, _ b: Character, _ c: Character, _ d: Character) -> Int32 {
-    let value = UInt32(a.asciiValue!) | UInt32(b.asciiValue!) << 8 | UInt32(c.asciiValue!) << 16 | UInt32(d.asciiValue!) << 24
+// Bytes, not `asciiValue`: the "not found" tags start with 0xF8, which is not ASCII.
+private func tag(_ a: Unicode.Scalar, _ b: Unicode.Scalar, _ c: Unicode.Scalar, _ d: Unicode.Scalar) -> Int32 {
+    let value = a.value & 0xFF | (b.value & 0xFF) << 8 | (c.value & 0xFF) << 16 | (d.value & 0xFF) << 24
     return -Int32(bitPattern: value)
 }
 let AVERROR_INVALIDDATA_VALUE = tag("I", "N", "D", "A")
