@@ -146,6 +146,10 @@ struct CLIErrorTests {
         ("320x180", "--encoder"),
         ("banana", "--encoder"),
         ("320x180@30:1X", "--encoder"),
+        // Overflowing numbers must be rejected, not trap.
+        ("320x180@30:99999999999999999M", "--encoder"),
+        ("320x180@30:9999999999999999k", "--encoder"),
+        ("320x180@922337203685477580.5:1M", "--encoder"),
     ])
     func invalidEncoder(spec: String, field: String) async throws {
         let run = try await runCompose(["--stage", Paths.fixture("two-people"), "--encoder", spec])
