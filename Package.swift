@@ -77,6 +77,7 @@ let package = Package(
         .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
     ]
 )

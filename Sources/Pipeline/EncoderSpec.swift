@@ -74,7 +74,11 @@ public struct EncoderSpec: Equatable, Sendable, CustomStringConvertible {
         guard parts.count == 2, let whole = Int64(parts[0]), !parts[1].isEmpty, parts[1].count <= 3,
               parts[1].allSatisfy(\.isNumber), let fraction = Int64(parts[1]) else { return nil }
         let scale = Int64([1, 10, 100, 1000][parts[1].count])
-        let thousandths = (whole * scale + fraction) * (1000 / scale)
+        // Overflow-checked: absurd input is rejected, not a crash.
+        let (scaled, o1) = whole.multipliedReportingOverflow(by: scale)
+        let (sum, o2) = scaled.addingReportingOverflow(fraction)
+        let (thousandths, o3) = sum.multipliedReportingOverflow(by: 1000 / scale)
+        guard !o1, !o2, !o3 else { return nil }
         // NTSC rates: N×1000/1001 is written N-0.03 (29.97, 59.94, 23.976).
         for base: Int64 in [24, 30, 48, 60] where abs(base * 1_000_000 / 1001 - thousandths) <= 10 {
             return Rational(base * 1000, 1001)
@@ -84,15 +88,22 @@ public struct EncoderSpec: Equatable, Sendable, CustomStringConvertible {
 
     static func parseBitrate(_ text: String) -> Int? {
         let lower = text.lowercased()
-        if lower.hasSuffix("k"), let value = Int(lower.dropLast()) { return value * 1000 }
+        // Overflow-checked: absurd input is rejected, not a crash.
+        func times(_ value: Int, _ factor: Int) -> Int? {
+            let (product, overflow) = value.multipliedReportingOverflow(by: factor)
+            return overflow ? nil : product
+        }
+        if lower.hasSuffix("k"), let value = Int(lower.dropLast()) { return times(value, 1000) }
         if lower.hasSuffix("m") {
             let number = lower.dropLast()
-            if let value = Int(number) { return value * 1_000_000 }
+            if let value = Int(number) { return times(value, 1_000_000) }
             let parts = number.split(separator: ".")
             if parts.count == 2, let whole = Int(parts[0]), parts[1].count <= 6, let fraction = Int(parts[1]) {
                 var scale = 1_000_000
                 for _ in 0..<parts[1].count { scale /= 10 }
-                return whole * 1_000_000 + fraction * scale
+                guard let wholePart = times(whole, 1_000_000) else { return nil }
+                let (total, overflow) = wholePart.addingReportingOverflow(fraction * scale)
+                return overflow ? nil : total
             }
             return nil
         }

@@ -116,7 +116,9 @@ public final class ParticipantSubscriber {
         guard videoDecoder != nil else { return }
         while true {
             if let due = pendingTime {
-                guard due <= stageTime else { return }
+                // The first picture often starts a few ms after the audio (containers shift
+                // video by the AAC priming): show it at once rather than flash camera-off.
+                guard due <= stageTime || (currentTime == nil && due - stageTime < frameStep) else { return }
                 current.swap(with: pending)
                 currentTime = due
                 pendingTime = nil

@@ -38,9 +38,9 @@ public enum TileGeometry {
             let tileWide = tile.width * source.height
             var destination = tile
             if sourceWide > tileWide {
-                destination.height = even(tile.width * source.height / source.width)
+                destination.height = nearestEven(tile.width * source.height, source.width)
             } else if sourceWide < tileWide {
-                destination.width = even(tile.height * source.width / source.height)
+                destination.width = nearestEven(tile.height * source.width, source.height)
             }
             destination.width = max(2, destination.width)
             destination.height = max(2, destination.height)
@@ -51,6 +51,12 @@ public enum TileGeometry {
     }
 
     private static func even(_ value: Int) -> Int { value & ~1 }
+
+    /// numerator/denominator rounded to the nearest even integer (within 1 px of exact;
+    /// flooring to even could lose almost 2). Never above an even bound the exact value is under.
+    private static func nearestEven(_ numerator: Int, _ denominator: Int) -> Int {
+        2 * ((numerator + denominator) / (2 * denominator))
+    }
 
     /// Chroma is subsampled: crops start on even pixels. Odd source sizes keep their last
     /// column/row (the scaler reads it) only when the crop is the full picture.

@@ -1,0 +1,135 @@
+// AudioRing: samples by absolute position; gaps read as silence, overlaps overwrite, the
+// capacity is never exceeded, mixing adds with gain and forgets what it read.
+@testable import Pipeline
+import Testing
+
+/// Writes `values` (left) and their negation (right) at `position`.
+private func write(_ ring: AudioRing, _ values: [Float], at position: Int64) {
+    let right = values.map { -$0 }
+    values.withUnsafeBufferPointer { l in
+        right.withUnsafeBufferPointer { r in
+            ring.write(left: l.baseAddress!, right: r.baseAddress!, count: values.count, at: position)
+        }
+    }
+}
+
+/// Mixes [from, from+count) with `gain` into zeroed (or given) buffers; returns left and right.
+private func mix(_ ring: AudioRing, from: Int64, count: Int, gain: Float = 1, into initial: Float = 0) -> (left: [Float], right: [Float]) {
+    var left = [Float](repeating: initial, count: count)
+    var right = [Float](repeating: initial, count: count)
+    left.withUnsafeMutableBufferPointer { l in
+        right.withUnsafeMutableBufferPointer { r in
+            ring.mix(from: from, count: count, gain: gain, intoLeft: l.baseAddress!, right: r.baseAddress!)
+        }
+    }
+    return (left, right)
+}
+
+private func ramp(_ count: Int, from start: Float = 1) -> [Float] { (0..<count).map { start + Float($0) } }
+
+struct AudioRingTests {
+    @Test("what is written is read back at the same positions")
+    func roundTrip() {
+        let ring = AudioRing(capacity: 1000)
+        write(ring, ramp(100), at: 500)
+        let out = mix(ring, from: 500, count: 100)
+        #expect(out.left == ramp(100))
+        #expect(out.right == ramp(100).map { -$0 })
+    }
+
+    @Test("positions before the first write and in gaps read as silence")
+    func gapsAreSilence() {
+        let ring = AudioRing(capacity: 1000)
+        write(ring, ramp(10), at: 50)
+        write(ring, ramp(10, from: 100), at: 80)
+        let out = mix(ring, from: 40, count: 60)
+        #expect(out.left[0..<10].allSatisfy { $0 == 0 }, "before the first write")
+        #expect(Array(out.left[10..<20]) == ramp(10))
+        #expect(out.left[20..<40].allSatisfy { $0 == 0 }, "the gap 60..<80")
+        #expect(Array(out.left[40..<50]) == ramp(10, from: 100))
+        #expect(out.left[50..<60].allSatisfy { $0 == 0 }, "after the end")
+    }
+
+    @Test("a gap after stale data reads as silence, not as old samples from the ring")
+    func gapOverwritesStaleSlots() {
+        let ring = AudioRing(capacity: 100)
+        write(ring, [Float](repeating: 7, count: 60), at: 0)
+        _ = mix(ring, from: 0, count: 30)
+        // Positions 60..<120 reuse slots 60..<100 and 0..<20, the last of which hold stale 7s.
+        write(ring, [Float](repeating: 1, count: 10), at: 120)
+        #expect(ring.start == 30 && ring.end == 130 && ring.overflowedSamples == 0)
+        let out = mix(ring, from: 30, count: 100)
+        #expect(out.left[0..<30].allSatisfy { $0 == 7 })
+        #expect(out.left[30..<90].allSatisfy { $0 == 0 }, "gap 60..<120 must be silent")
+        #expect(out.left[90..<100].allSatisfy { $0 == 1 })
+    }
+
+    @Test("an overlapping write replaces the samples it covers")
+    func overlap() {
+        let ring = AudioRing(capacity: 1000)
+        write(ring, [Float](repeating: 1, count: 20), at: 0)
+        write(ring, [Float](repeating: 2, count: 10), at: 5)
+        let out = mix(ring, from: 0, count: 20)
+        #expect(out.left == [Float](repeating: 1, count: 5) + [Float](repeating: 2, count: 10) + [Float](repeating: 1, count: 5))
+        #expect(ring.start == 20 && ring.end == 20, "mixing forgets what it read")
+    }
+
+    @Test("more than the capacity: the oldest samples are dropped and counted")
+    func capacityOverflow() {
+        let ring = AudioRing(capacity: 100)
+        write(ring, ramp(150), at: 0)
+        #expect(ring.overflowedSamples == 50)
+        #expect(ring.start == 50 && ring.end == 150)
+        let out = mix(ring, from: 0, count: 150)
+        #expect(out.left[0..<50].allSatisfy { $0 == 0 }, "dropped samples read as silence")
+        #expect(Array(out.left[50..<150]) == Array(ramp(150)[50..<150]))
+    }
+
+    @Test("a huge gap does not overflow or wrap")
+    func hugeGap() {
+        let ring = AudioRing(capacity: 100)
+        write(ring, [Float](repeating: 3, count: 10), at: 0)
+        write(ring, [Float](repeating: 4, count: 10), at: 1_000_000)
+        #expect(ring.end == 1_000_010)
+        #expect(ring.end - ring.start <= 100)
+        let out = mix(ring, from: 999_990, count: 20)
+        #expect(out.left[0..<10].allSatisfy { $0 == 0 })
+        #expect(out.left[10..<20].allSatisfy { $0 == 4 })
+    }
+
+    @Test("mix adds into the output with the gain; gain 0 still discards")
+    func mixAddsWithGain() {
+        let ring = AudioRing(capacity: 100)
+        write(ring, [Float](repeating: 0.5, count: 40), at: 0)
+        let half = mix(ring, from: 0, count: 20, gain: 0.5, into: 0.25)
+        #expect(half.left.allSatisfy { $0 == 0.5 }, "0.25 + 0.5 × 0.5")
+        #expect(half.right.allSatisfy { $0 == 0 }, "0.25 - 0.5 × 0.5")
+        let muted = mix(ring, from: 20, count: 20, gain: 0)
+        #expect(muted.left.allSatisfy { $0 == 0 })
+        #expect(ring.isEmpty, "muted samples are consumed too")
+    }
+
+    @Test("writes in the already-mixed past never reach later mixes; partly past keep the rest")
+    func writesInThePast() {
+        let ring = AudioRing(capacity: 100)
+        write(ring, [Float](repeating: 1, count: 10), at: 0)
+        _ = mix(ring, from: 0, count: 10)
+        write(ring, [Float](repeating: 9, count: 5), at: 2)
+        write(ring, [Float](repeating: 2, count: 10), at: 5)
+        #expect(ring.end == 15)
+        // Whatever the ring keeps of the past, the mix from 10 on holds only the new samples.
+        #expect(mix(ring, from: 10, count: 10).left == [Float](repeating: 2, count: 5) + [Float](repeating: 0, count: 5))
+    }
+
+    @Test("discard(before:) past the end empties the ring; the next write starts fresh")
+    func discard() {
+        let ring = AudioRing(capacity: 100)
+        write(ring, ramp(10), at: 0)
+        ring.discard(before: 5)
+        #expect(ring.start == 5 && ring.end == 10)
+        ring.discard(before: 50)
+        #expect(ring.isEmpty)
+        write(ring, ramp(5), at: 60)
+        #expect(mix(ring, from: 50, count: 15).left == [Float](repeating: 0, count: 10) + ramp(5))
+    }
+}
