@@ -30,7 +30,10 @@ public final class ParticipantSubscriber {
     private var pendingTime: Int64?
     private var videoMapper: TimestampMapper
     private var lastVideoSourceTime: Int64?
+    /// Video packets read while looking for audio, waiting for the video decoder (bounded).
     private var videoPackets: [Packet] = []
+    static let maxQueuedVideoPackets = 300
+    private var warnedInterleave = false
     private var videoPacketPool: [Packet] = []
     private var videoDrained = false
     private var videoDecoderEnded = false
@@ -212,6 +215,15 @@ public final class ParticipantSubscriber {
         while !endOfMedia, audio.end < position || audioNextPosition == nil {
             // Stop pulling if this media has not started by then.
             if audioNextPosition == nil, Int64(mixRate) * offsetMicroseconds / 1_000_000 > position { return }
+            // Badly interleaved media: never queue more than a few seconds of video to reach
+            // audio; this participant's audio is short (silence) until video catches up.
+            if videoPackets.count >= ParticipantSubscriber.maxQueuedVideoPackets {
+                if !warnedInterleave {
+                    warnedInterleave = true
+                    logger.warning("media badly interleaved; audio waits for video", metadata: ["participant.id": "\(participantId)"])
+                }
+                return
+            }
             guard readOne() else { return }
         }
     }
