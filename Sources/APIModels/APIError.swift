@@ -1,3 +1,4 @@
+import MediaCore
 // The control plane's one error type, rendered the way botocore parses rest-json errors:
 // the code from the `x-amzn-ErrorType` header, the message from the body's `message` key.
 
@@ -55,7 +56,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
                 ("Content-Type", "application/json"),
                 ("x-amzn-ErrorType", code.rawValue),
             ],
-            body: "{\"exceptionMessage\":\(JSONText.string(message)),\"message\":\(JSONText.string(message))}"
+            body: "{\"exceptionMessage\":\(JSONText.quote(message)),\"message\":\(JSONText.quote(message))}"
         )
     }
 }
@@ -79,24 +80,3 @@ public struct ErrorResponse: Sendable, Equatable {
     }
 }
 
-/// Minimal JSON text helpers for hand-rendered bodies.
-enum JSONText {
-    /// A JSON string literal with RFC 8259 escaping (slashes left alone).
-    static func string(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-}

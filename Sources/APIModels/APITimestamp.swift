@@ -2,6 +2,8 @@
 // (whole seconds, UTC) and botocore parses it with dateutil; the CLI reprints it as
 // "+00:00". Kept as integer seconds since the Unix epoch: no floating-point time.
 
+public import MediaCore
+
 /// A UTC instant with one-second resolution, coded as an ISO 8601 string.
 public struct APITimestamp: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public var secondsSince1970: Int64
@@ -9,13 +11,7 @@ public struct APITimestamp: Hashable, Comparable, Sendable, Codable, CustomStrin
     public init(secondsSince1970: Int64) { self.secondsSince1970 = secondsSince1970 }
 
     /// "2023-09-27T21:32:38Z"
-    public var description: String {
-        let days = Int64.floorDivide(secondsSince1970, 86_400)
-        let secondOfDay = secondsSince1970 - days * 86_400
-        let (year, month, day) = CivilDate.fromDays(days)
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))Z"
-    }
+    public var description: String { UTCTimestamp.format(secondsSince1970: secondsSince1970) }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fff](Z|+00:00|±HH:MM)`; fractions are truncated.
     public init?(iso8601 text: String) {
@@ -73,49 +69,5 @@ public struct APITimestamp: Hashable, Comparable, Sendable, Codable, CustomStrin
     }
 
     public static func < (lhs: APITimestamp, rhs: APITimestamp) -> Bool { lhs.secondsSince1970 < rhs.secondsSince1970 }
-
-    private func pad(_ value: Int64, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
-    }
 }
 
-/// Proleptic Gregorian calendar arithmetic (Howard Hinnant's days-from-civil).
-enum CivilDate {
-    static func toDays(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = Int64.floorDivide(y, 400)
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func fromDays(_ days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = Int64.floorDivide(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    static func daysInMonth(_ year: Int64, _ month: Int64) -> Int64 {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-}
-
-extension Int64 {
-    static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
-        let q = a / b
-        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-}

@@ -1,3 +1,4 @@
+import MediaCore
 // Turns the lifecycle's notifications into EventBridge events for one deployment
 // (region, account), with the event ID and wall-clock time injectable for tests.
 public import Lifecycle
@@ -40,24 +41,5 @@ public struct CompositionEventBuilder: Sendable {
     }
 
     /// "2017-06-12T10:23:43Z" from seconds since 1970 (proleptic Gregorian, UTC).
-    public static func formatTime(_ seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = seconds - days * 86_400
-        // Howard Hinnant's civil-from-days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))Z"
-    }
+    public static func formatTime(_ seconds: Int64) -> String { UTCTimestamp.format(secondsSince1970: seconds) }
 }

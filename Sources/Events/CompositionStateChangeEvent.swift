@@ -1,3 +1,4 @@
+import MediaCore
 // The EventBridge "IVS Composition State Change" event, field for field and in the
 // order of the user guide's examples, rendered by hand so the text is deterministic:
 // one compact JSON line for JSON-lines files, stdout and webhooks, or the guide's
@@ -110,22 +111,5 @@ public struct CompositionStateChangeEvent: Sendable, Hashable, Codable {
         }
     }
 
-    /// A JSON string literal (RFC 8259 escaping; `/` left alone).
-    static func quote(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ value: String) -> String { JSONText.quote(value) }
 }

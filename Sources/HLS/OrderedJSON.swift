@@ -1,3 +1,4 @@
+import MediaCore
 // A tiny JSON writer that keeps keys in the order given. The recording metadata files are
 // compared by people (and our tests) against the field order of IVS's examples, which
 // JSONEncoder cannot promise.
@@ -46,20 +47,6 @@ indirect enum OrderedJSON: Hashable, Sendable {
     }
 
     private static func writeString(_ text: String, into out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
+        JSONText.append(text, to: &out)
     }
 }

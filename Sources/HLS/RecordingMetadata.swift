@@ -1,3 +1,4 @@
+import MediaCore
 // The composite recording's JSON metadata files (the seed's "JSON Metadata Files"):
 // events/recording-started.json, recording-ended.json, recording-failed.json.
 //
@@ -178,21 +179,6 @@ extension RecordingMetadata.ThumbnailSet {
 /// integer civil-date arithmetic: no formatter, no locale, no shared mutable state.
 public enum RFC3339 {
     public static func format(_ date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
-        var days = seconds / 86_400
-        var secondOfDay = seconds % 86_400
-        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        // Days since 1970-01-01 to (year, month, day): H. Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthPrime = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
-        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))Z"
+        UTCTimestamp.format(secondsSince1970: Int64(date.timeIntervalSince1970.rounded(.down)))
     }
 }
