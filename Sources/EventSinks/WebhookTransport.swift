@@ -14,7 +14,10 @@ public protocol WebhookTransport: Sendable {
 public struct HTTPClientWebhookTransport: WebhookTransport {
     private let httpClient: HTTPClient
 
-    /// The client is the caller's: it is not shut down here.
+    /// The client is the caller's: it is not shut down here. Note that AsyncHTTPClient
+    /// retries a refused connection until the request's timeout by default
+    /// (`connectionPool.retryConnectionEstablishment`), so a down webhook costs one
+    /// `requestTimeout` per attempt, in the background.
     public init(httpClient: HTTPClient) {
         self.httpClient = httpClient
     }

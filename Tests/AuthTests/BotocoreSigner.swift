@@ -4,8 +4,8 @@
 import Auth
 import Foundation
 
-struct BotocoreCase: Encodable {
-    enum Kind: String, Encodable { case client, raw }
+struct BotocoreCase: Encodable, Sendable {
+    enum Kind: String, Encodable, Sendable { case client, raw }
     var kind: Kind
     var operation: String? = nil
     var params: [String: JSONValue]? = nil
@@ -20,7 +20,7 @@ struct BotocoreCase: Encodable {
     var secret = BotocoreFixture.secret
 }
 
-enum JSONValue: Encodable {
+enum JSONValue: Encodable, Sendable {
     case string(String), number(Int), array([JSONValue]), object([String: JSONValue])
 
     func encode(to encoder: any Encoder) throws {
@@ -34,7 +34,7 @@ enum JSONValue: Encodable {
     }
 }
 
-struct BotocoreSigned: Decodable {
+struct BotocoreSigned: Decodable, Sendable {
     var method: String
     var url: String
     var headers: [[String]]

@@ -8,10 +8,12 @@ import Synchronization
 import Testing
 
 /// A transport answering from a script: a status, or an error for nil.
-struct ScriptedTransport: WebhookTransport {
+final class ScriptedTransport: WebhookTransport {
     struct Refused: Error {}
     let answers: @Sendable (Int) -> Int?
     let calls = Mutex<[String]>([])
+
+    init(answers: @escaping @Sendable (Int) -> Int?) { self.answers = answers }
 
     func post(_ body: [UInt8], to url: String, timeout: Duration) async throws -> Int {
         let number = calls.withLock { $0.append(String(decoding: body, as: UTF8.self)); return $0.count }
@@ -125,8 +127,10 @@ struct WebhookLoopbackTests {
     @Test("a refused connection: publish returns at once, gives up after maxAttempts")
     func refused() async throws {
         let port = try await refusedPort()
+        // AsyncHTTPClient retries a refused connection until the request deadline, so an
+        // attempt against a dead port lasts `requestTimeout`.
         let sink = WebhookEventSink(configuration: fastConfiguration(url: "http://127.0.0.1:\(port)/events",
-                                                                     maxAttempts: 3),
+                                                                     maxAttempts: 3, timeout: .milliseconds(150)),
                                     httpClient: .shared, logger: quietLogger)
         try await withRunningSink(sink) {
             let started = ContinuousClock.now
