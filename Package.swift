@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
-        .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(
             name: "EventSinksTests",
             dependencies: ["EventSinks", "Events",
