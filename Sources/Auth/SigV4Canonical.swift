@@ -56,16 +56,16 @@ public enum SigV4Canonical {
 
     /// `name:value` lines for the signed headers, in the given order. A header that appears
     /// more than once has its values joined with `,`; each value has its whitespace
-    /// trimmed and runs of whitespace collapsed to one space. Nil for a missing header.
+    /// trimmed and runs of whitespace collapsed to one space.
     public static func canonicalHeaders(signedHeaders: [String],
-                                        values: (String) -> [String]) -> Result<String, AuthFailure> {
+                                        values: (String) -> [String]) throws(AuthFailure) -> String {
         var lines: [String] = []
         for name in signedHeaders {
             let found = values(name)
-            if found.isEmpty { return .failure(.signedHeaderMissing(name)) }
+            if found.isEmpty { throw .signedHeaderMissing(name) }
             lines.append("\(name):" + found.map(trimAll).joined(separator: ","))
         }
-        return .success(lines.joined(separator: "\n"))
+        return lines.joined(separator: "\n")
     }
 
     /// Whitespace trimmed at both ends, inner runs collapsed to one space.

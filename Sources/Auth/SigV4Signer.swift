@@ -26,7 +26,7 @@ public struct SigV4Signer: Sendable {
         if includeContentHash { signed.headers.append((name: "X-Amz-Content-SHA256", value: payloadHash)) }
 
         let names = signedHeaderNames ?? Array(Set(signed.headers.map { $0.name.lowercased() })).sorted()
-        let headers = (try? SigV4Canonical.canonicalHeaders(signedHeaders: names, values: signed.headerValues).get()) ?? ""
+        let headers = (try? SigV4Canonical.canonicalHeaders(signedHeaders: names, values: signed.headerValues)) ?? ""
         let canonicalRequest = SigV4Canonical.canonicalRequest(
             method: signed.method, canonicalURI: SigV4Canonical.canonicalURI(rawPath: signed.path),
             canonicalQuery: SigV4Canonical.canonicalQueryString(signed.query),

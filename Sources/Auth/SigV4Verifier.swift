@@ -1,6 +1,11 @@
 // Verifies AWS Signature Version 4 on requests from the AWS CLI and SDKs (service
 // signing name `ivs`). Header-based signatures only; presigned query-string URLs are not
 // accepted (no IVS Real-Time operation is called that way).
+//
+// The server builds a SignedRequest from the request *as received*: the raw request
+// target (`/tags/arn%3Aaws%3A...?tagKeys=a`, not the router's decoded path), every header
+// line, and the body bytes after it has collected them (or their SHA-256), then maps
+// `.denied` to AccessDeniedException (403).
 
 public import Foundation
 
@@ -139,7 +144,7 @@ public struct SigV4Verifier: Sendable {
         }
 
         let canonicalHeaders = try SigV4Canonical.canonicalHeaders(
-            signedHeaders: authorization.signedHeaders, values: request.headerValues).get()
+            signedHeaders: authorization.signedHeaders, values: request.headerValues)
         let canonicalRequest = SigV4Canonical.canonicalRequest(
             method: request.method,
             canonicalURI: SigV4Canonical.canonicalURI(rawPath: request.path),
