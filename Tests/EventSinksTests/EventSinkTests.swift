@@ -88,3 +88,29 @@ struct WebhookBackoffTests {
         #expect(exponential.delay(afterAttempt: 500) == .seconds(1))
     }
 }
+
+@Suite("Configured sinks")
+struct ConfiguredEventSinksTests {
+    @Test("file and webhook configured: both reached through the fan-out")
+    func fileAndWebhook() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sinks = ConfiguredEventSinks(file: path, standardOutput: false,
+                                         webhook: WebhookConfiguration(url: "http://127.0.0.1:1/none"),
+                                         httpClient: .shared, logger: quietLogger)
+        #expect(sinks.sink.sinks.count == 2)
+        await sinks.sink.publish(sampleEvent(1))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == sampleEvent(1).jsonLine + "\n")
+        let webhook = try #require(sinks.webhook)
+        #expect(webhook.configuration.maxAttempts == 5)
+        #expect(webhook.statistics == WebhookStatistics())  // queued, nothing delivered or dropped yet
+    }
+
+    @Test("nothing configured: an empty fan-out")
+    func none() {
+        let sinks = ConfiguredEventSinks(file: nil, standardOutput: false, webhook: nil, httpClient: .shared,
+                                         logger: quietLogger)
+        #expect(sinks.sink.sinks.isEmpty)
+        #expect(sinks.webhook == nil && sinks.file == nil)
+    }
+}
