@@ -18,7 +18,7 @@ private struct CapturedRequest: Decodable {
 @Suite("SigV4 with the real aws CLI over HTTP")
 struct AWSCLITests {
     @Test("list-compositions, untag-resource and tag-resource as sent by `aws ivs-realtime` are allowed")
-    func cliRequestsVerify() throws {
+    func cliRequestsVerify() async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("aws_cli_capture.py")
         let process = Process()
@@ -28,8 +28,14 @@ struct AWSCLITests {
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        // Wait on a Dispatch thread: the CLI takes seconds, and the test pool is small.
+        let data = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: data)
+            }
+        }
         let captured = try JSONDecoder().decode([CapturedRequest].self, from: data)
         try #require(captured.count == 3, "is the aws CLI installed? captured \(captured.count) requests")
 

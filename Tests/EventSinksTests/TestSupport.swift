@@ -16,8 +16,9 @@ func sampleEvent(_ number: Int, name: String = "Session Start") -> CompositionSt
         detail: .init(eventName: name, stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/AbCdEfGhIjKl"))
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(within timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
+/// Polls `condition` until it holds or `timeout` passes (generous: the whole suite shares
+/// two cores; a passing test returns as soon as the condition holds).
+func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }

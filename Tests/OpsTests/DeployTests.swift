@@ -17,12 +17,12 @@ struct InstallScriptTests {
     }
 
     @Test("DESTDIR install: binary, unit, config, docs, demo stage; an edited config survives a reinstall")
-    func destdirInstall() throws {
+    func destdirInstall() async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
         let root = work.appendingPathComponent("root")
         let binary = try fakeBinary(in: work)
-        let first = try runCommand("/bin/sh", [Self.script, "--binary", binary.path], environment: ["DESTDIR": root.path])
+        let first = try await runCommand("/bin/sh", [Self.script, "--binary", binary.path], environment: ["DESTDIR": root.path])
         #expect(first.status == 0, "\(first.standardError)")
 
         let installedBinary = root.appendingPathComponent("usr/local/bin/stage-compositor")
@@ -42,19 +42,19 @@ struct InstallScriptTests {
             "usr/local/share/doc/stage-compositor/README.md").path))
 
         try #"{"edited":true}"#.write(to: config, atomically: true, encoding: .utf8)
-        let second = try runCommand("/bin/sh", [Self.script, "--binary", binary.path], environment: ["DESTDIR": root.path])
+        let second = try await runCommand("/bin/sh", [Self.script, "--binary", binary.path], environment: ["DESTDIR": root.path])
         #expect(second.status == 0)
         #expect(second.standardOutput.contains("keeping existing"))
         #expect(try String(contentsOf: config, encoding: .utf8) == #"{"edited":true}"#)
     }
 
     @Test("--dry-run changes nothing and prints every step")
-    func dryRun() throws {
+    func dryRun() async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
         let root = work.appendingPathComponent("root")
         let binary = try fakeBinary(in: work)
-        let result = try runCommand("/bin/sh", [Self.script, "--dry-run", "--binary", binary.path],
+        let result = try await runCommand("/bin/sh", [Self.script, "--dry-run", "--binary", binary.path],
                                     environment: ["DESTDIR": root.path])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: root.path))
@@ -66,18 +66,18 @@ struct InstallScriptTests {
     }
 
     @Test("a missing binary is an error outside --dry-run")
-    func missingBinary() throws {
+    func missingBinary() async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
-        let result = try runCommand("/bin/sh", [Self.script, "--binary", work.appendingPathComponent("none").path],
+        let result = try await runCommand("/bin/sh", [Self.script, "--binary", work.appendingPathComponent("none").path],
                                     environment: ["DESTDIR": work.appendingPathComponent("root").path])
         #expect(result.status != 0)
         #expect(result.standardError.contains("missing"))
     }
 
     @Test("an unknown option is refused")
-    func unknownOption() throws {
-        let result = try runCommand("/bin/sh", [Self.script, "--frobnicate"], environment: ["DESTDIR": "/nonexistent"])
+    func unknownOption() async throws {
+        let result = try await runCommand("/bin/sh", [Self.script, "--frobnicate"], environment: ["DESTDIR": "/nonexistent"])
         #expect(result.status == 2)
     }
 }

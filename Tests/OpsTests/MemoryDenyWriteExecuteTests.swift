@@ -13,14 +13,14 @@ struct MemoryDenyWriteExecuteTests {
     }
 
     @Test("stage-compositor compose runs with write+execute mappings forbidden")
-    func composeUnderMDWE() throws {
+    func composeUnderMDWE() async throws {
         let binary = Self.builtBinary
         try #require(FileManager.default.isExecutableFile(atPath: binary.path),
                      "\(binary.path) is not built: run swift build first")
         let out = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: out) }
         let helper = repositoryRoot.appendingPathComponent("Tests/OpsTests/run_with_mdwe.py").path
-        let result = try runCommand("/usr/bin/env", [
+        let result = try await runCommand("/usr/bin/env", [
             "python3", helper, binary.path, "compose",
             "--stage", repositoryRoot.appendingPathComponent("fixtures/four-grid").path,
             "--duration", "2", "--encoder", "320x180@15:300000", "--preset", "ultrafast", "--out", out.path,

@@ -10,9 +10,22 @@ struct CommandResult {
     var standardError: String
 }
 
-/// Runs a program to completion (small outputs only).
+/// Runs a program to completion (small outputs only) on a Dispatch thread, so the wait
+/// never blocks one of the few threads Swift concurrency (and the other tests) run on.
 func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                currentDirectory: URL? = nil) throws -> CommandResult {
+                currentDirectory: URL? = nil) async throws -> CommandResult {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result {
+                try runCommandBlocking(executable, arguments, environment: environment,
+                                       currentDirectory: currentDirectory)
+            })
+        }
+    }
+}
+
+private func runCommandBlocking(_ executable: String, _ arguments: [String], environment: [String: String],
+                                currentDirectory: URL?) throws -> CommandResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

@@ -29,30 +29,30 @@ struct SystemdUnitTests {
     }
 
     @Test("systemd-analyze verify accepts the unit without a single warning")
-    func verify() throws {
+    func verify() async throws {
         try requireAnalyze()
         let copy = try verifiableCopy()
         defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
-        let result = try runCommand(Self.systemdAnalyze, ["verify", copy.path])
+        let result = try await runCommand(Self.systemdAnalyze, ["verify", copy.path])
         #expect(result.status == 0)
         #expect(result.standardError == "", "systemd-analyze verify: \(result.standardError)")
     }
 
     @Test("the verify check catches a bad directive")
-    func verifyCatchesMistakes() throws {
+    func verifyCatchesMistakes() async throws {
         try requireAnalyze()
         let copy = try verifiableCopy { $0.replacingOccurrences(of: "ProtectSystem=strict", with: "ProtectSystem=bogus") }
         defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
-        let result = try runCommand(Self.systemdAnalyze, ["verify", copy.path])
+        let result = try await runCommand(Self.systemdAnalyze, ["verify", copy.path])
         #expect(result.standardError.contains("bogus") || result.status != 0)
     }
 
     @Test("systemd-analyze security rates the sandbox OK (exposure at most 2.0)")
-    func exposure() throws {
+    func exposure() async throws {
         try requireAnalyze()
         let copy = try verifiableCopy()
         defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
-        let result = try runCommand(Self.systemdAnalyze, ["security", "--offline=yes", "--no-pager", copy.path])
+        let result = try await runCommand(Self.systemdAnalyze, ["security", "--offline=yes", "--no-pager", copy.path])
         let line = try #require(result.standardOutput.split(separator: "\n")
             .first { $0.contains("Overall exposure level") }, "no exposure line in \(result.standardOutput)")
         let number = line.split(separator: " ").compactMap { Double($0) }.first
