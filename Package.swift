@@ -16,6 +16,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // ops: SigV4 (Auth), webhook delivery and its Service (EventSinks).
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
     ],
     targets: [
         // C: FFmpeg 5.1 through pkg-config, and prefixed wrappers for its macros.
@@ -39,6 +44,19 @@ let package = Package(
         .target(name: "APIModels", dependencies: ["MediaCore", "Layout"], swiftSettings: strict),
         .target(name: "Events", dependencies: ["MediaCore", "Lifecycle"], swiftSettings: strict),
         .target(name: "Stages", dependencies: ["MediaCore"], swiftSettings: strict),
+        // Pure: SigV4 request verification (Foundation + Crypto only).
+        .target(name: "Auth", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+
+        // Where composition events go: JSON-lines file, stdout, webhook (a Service).
+        .target(
+            name: "EventSinks",
+            dependencies: ["Events",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: strict
+        ),
 
         // Object storage behind one protocol: a local directory per bucket (S3 later).
         .target(name: "Storage", dependencies: ["MediaCore"], swiftSettings: strict),
@@ -78,6 +96,20 @@ let package = Package(
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
+        .testTarget(
+            name: "EventSinksTests",
+            dependencies: ["EventSinks", "Events",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio")]
+        ),
+        // systemd unit and deploy/ files: systemd-analyze verify, hardening, install.sh --dry-run.
+        .testTarget(name: "OpsTests", exclude: ["run_with_mdwe.py"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
     ]
 )

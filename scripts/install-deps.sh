@@ -8,7 +8,8 @@ packages=(
   libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libopus-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(nginx libnginx-mod-rtmp)
+  # systemd: systemd-analyze for the unit tests (OpsTests).
+  packages+=(nginx libnginx-mod-rtmp systemd)
 fi
 
 missing=()
@@ -21,4 +22,10 @@ if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The SigV4 tests (AuthTests) sign with botocore and call the real aws CLI.
+if [[ "${1:-}" == "--test" ]] && ! { python3 -c "import botocore" 2>/dev/null && command -v aws >/dev/null; }; then
+  echo "installing: awscli (pip)"
+  python3 -m pip install -q awscli
 fi
