@@ -60,7 +60,9 @@ public struct FFmpegError: Error, Equatable, Sendable, CustomStringConvertible {
 
 // FFERRTAG values (the macros are not importable): -(a | b<<8 | c<<16 | d<<24).
 private func tag(_ a: Character, _ b: Character, _ c: Character, _ d: Character) -> Int32 {
-    let value = UInt32(a.asciiValue!) | UInt32(b.asciiValue!) << 8 | UInt32(c.asciiValue!) << 16 | UInt32(d.asciiValue!) << 24
+    // Unicode scalar values, not asciiValue: some tags start with 0xF8, which is not ASCII.
+    func byte(_ character: Character) -> UInt32 { character.unicodeScalars.first!.value & 0xFF }
+    let value = byte(a) | byte(b) << 8 | byte(c) << 16 | byte(d) << 24
     return -Int32(bitPattern: value)
 }
 let AVERROR_INVALIDDATA_VALUE = tag("I", "N", "D", "A")
