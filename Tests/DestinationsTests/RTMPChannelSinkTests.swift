@@ -191,7 +191,11 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
     @Test func pushesTheCompositionToNginx() throws {
         let hook = try PublishHookServer(rejectedKey: "rejected")
         let nginx = try NginxRTMPServer(publishHookPort: hook.port)
-        let composed = try ComposedRun(channel: channel(port: nginx.port, key: "stage1"), record: true)
+        // As fast as possible: a queue big enough for the whole run, so that a busy machine
+        // (the sender thread starved while the composition races ahead) cannot overflow it.
+        var configuration = channel(port: nginx.port, key: "stage1")
+        configuration.queueCapacity = 2_048
+        let composed = try ComposedRun(channel: configuration, record: true)
         let (result, _) = try composed.run(realtime: false)
         #expect(result.failedSinks.isEmpty)
         #expect(composed.events.events == [.active, .ended])
@@ -305,6 +309,8 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         if let stalled = stalledAt.withLock({ $0 }),
            let reconnecting = events.wait(timeout: 0, \.isReconnecting),
            let failed = events.wait(timeout: 0, { $0.failure != nil }) {
+            print(String(format: "stall noticed after %.2f s, FAILED %.2f s later", reconnecting.timeIntervalSince(stalled),
+                         failed.timeIntervalSince(reconnecting)))
             #expect(reconnecting.timeIntervalSince(stalled) < 3.5, "stall noticed after \(reconnecting.timeIntervalSince(stalled)) s")
             #expect(failed.timeIntervalSince(reconnecting) < 6, "failed \(failed.timeIntervalSince(reconnecting)) s after reconnecting")
         }
