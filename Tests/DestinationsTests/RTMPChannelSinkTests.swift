@@ -221,7 +221,10 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
 
     @Test func reconnectsWhenNginxComesBack() throws {
         let nginx = try NginxRTMPServer()
-        let composed = try ComposedRun(channel: channel(port: nginx.port, key: "stage2"), record: false)
+        // With IVS stream takeover: the key carries ?priority=N, one more per connection.
+        var configuration = channel(port: nginx.port, key: "stage2")
+        configuration.reconnect.streamTakeover = true
+        let composed = try ComposedRun(channel: configuration, record: false)
         let events = composed.events
         let outage = Thread { [nginx] in
             guard events.wait(timeout: 5, \.isActive) != nil else { return }
@@ -240,8 +243,12 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
                 "events: \(seen)")
         let dropped = composed.runner.channelSink?.droppedPackets ?? 0
         #expect(dropped > 0, "the outage's packets were dropped, not queued without bound")
-        #expect((composed.runner.channelSink?.connectionAttempts ?? 0) >= 2)
+        let attempts = composed.runner.channelSink?.connectionAttempts ?? 0
+        #expect(attempts >= 2)
         nginx.stop()
+        let log = nginx.errorLog
+        #expect(log.contains("publish: name='stage2' args='priority=1'"))
+        #expect(log.contains("publish: name='stage2' args='priority=\(attempts)'"), "the accepted reconnect used priority \(attempts)")
 
         // The new nginx recorded the resumed stream: it starts on a keyframe with the
         // composition's own timestamps (continuing, not restarting at 0: nginx keeps them)
