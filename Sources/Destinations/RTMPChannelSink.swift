@@ -14,6 +14,15 @@
 // starts at 0; a reconnect resumes on a keyframe at the composition time it was taken),
 // so the channel sees one monotonic timeline across reconnects. Audio before the resume
 // keyframe is skipped.
+//
+// Timing (defaults; all in ChannelDestinationConfiguration / ChannelReconnectPolicy):
+//   stall noticed   ≤ (socket send buffer + receiver window) / bitrate + stallTimeout (5 s)
+//   connect bounded by connectTimeout (5 s): TCP (+TLS), handshake, publish
+//   RECONNECTING → FAILED ≤ Σ n=1…maxRetries (n × baseInterval + connectTimeout)
+//                         = 30 s + 25 s with 5 retries, 2 s base
+//   finish()        ≤ stallTimeout to flush what is queued and close
+// A stream the server refuses during publish ("stream rejected") fails at once: retrying
+// the same key cannot help.
 
 import Foundation
 public import FFmpeg
