@@ -110,6 +110,8 @@ let package = Package(
         ),
         // systemd unit and deploy/ files: systemd-analyze verify, hardening, install.sh --dry-run.
         .testTarget(name: "OpsTests", exclude: ["run_with_mdwe.py"]),
+        .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg",
+                                                            .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
     ]
 )

@@ -13,6 +13,8 @@ int cffshim_error_nomem(void) { return AVERROR(ENOMEM); }
 int cffshim_error_invalid(void) { return AVERROR(EINVAL); }
 int cffshim_error_timedout(void) { return AVERROR(ETIMEDOUT); }
 int cffshim_error_pipe(void) { return AVERROR(EPIPE); }
+int cffshim_error_exit(void) { return AVERROR_EXIT; }
+int cffshim_averror(int posix_errno) { return AVERROR(posix_errno); }
 int64_t cffshim_nopts(void) { return AV_NOPTS_VALUE; }
 int cffshim_time_base(void) { return AV_TIME_BASE; }
 

@@ -28,25 +28,42 @@ public struct RecordingDestinationPlan: Sendable {
     }
 }
 
+/// A channel destination: push the composition to an IVS channel (or any RTMP ingest).
+public struct ChannelDestinationPlan: Sendable {
+    public var destinationId: String
+    public var configuration: ChannelDestinationConfiguration
+
+    public init(destinationId: String, configuration: ChannelDestinationConfiguration) {
+        self.destinationId = destinationId
+        self.configuration = configuration
+    }
+}
+
 public struct CompositionPlan: Sendable {
     public var compositionId: String
     public var encoder: EncoderSpec
     public var layout: LayoutConfiguration
     public var recording: RecordingDestinationPlan?
+    public var channel: ChannelDestinationPlan?
     /// x264 preset (speed/quality); "veryfast" suits live composition on small machines.
     public var preset: String
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
-                recording: RecordingDestinationPlan?, preset: String = "veryfast") {
+                recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast") {
         self.compositionId = compositionId
         self.encoder = encoder
         self.layout = layout
         self.recording = recording
+        self.channel = channel
         self.preset = preset
     }
 
-    /// Keyframes on every segment boundary (and at least every 2 s for live channels).
-    public var keyframeIntervalSeconds: Int { recording?.targetSegmentDurationSeconds ?? 2 }
+    /// Keyframes on every segment boundary, and at least every 2 s when a channel is fed
+    /// (IVS ingest wants ≤ 2 s; the HLS recording then cuts 2 s segments).
+    public var keyframeIntervalSeconds: Int {
+        let segment = recording?.targetSegmentDurationSeconds ?? 2
+        return channel == nil ? segment : min(segment, 2)
+    }
 
     public var videoSettings: VideoEncoderSettings {
         VideoEncoderSettings(width: encoder.width, height: encoder.height, frameRate: encoder.frameRate,
@@ -61,9 +78,14 @@ public final class CompositionRunner {
     public let session: CompositionSession
     public let recordingSink: HLSRecordingSink?
     public let recordingLayout: RecordingLayout?
+    public let channelSink: RTMPChannelSink?
 
+    /// `channelEvents` receives the channel destination's events (on its sender thread);
+    /// `clock` times its reconnect backoff.
     public init(plan: CompositionPlan, source: any StageSource, duration: MediaTime? = nil, logger: Logger,
-                observer: @escaping (SessionEvent) -> Void = { _ in }) throws(PipelineError) {
+                clock: any MediaClock = SystemMediaClock(),
+                observer: @escaping (SessionEvent) -> Void = { _ in },
+                channelEvents: @escaping @Sendable (ChannelEvent) -> Void = { _ in }) throws(PipelineError) {
         var sinks: [any PacketSink] = []
         let audio = AudioEncoderSettings()
         if let recording = plan.recording {
@@ -83,6 +105,16 @@ public final class CompositionRunner {
         } else {
             recordingSink = nil
             recordingLayout = nil
+        }
+        if let channel = plan.channel {
+            var sinkLogger = logger
+            sinkLogger[metadataKey: "destination.id"] = "\(channel.destinationId)"
+            let sink = RTMPChannelSink(name: "channel destination \(channel.destinationId)", configuration: channel.configuration,
+                                       clock: clock, logger: sinkLogger, onEvent: channelEvents)
+            sinks.append(sink)
+            channelSink = sink
+        } else {
+            channelSink = nil
         }
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
                                            layout: plan.layout.makeEngine(), duration: duration)

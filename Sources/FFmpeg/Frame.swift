@@ -86,7 +86,10 @@ public final class Packet {
         set { pointer.pointee.duration = newValue }
     }
     public var size: Int { Int(pointer.pointee.size) }
-    public var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    public var isKeyframe: Bool {
+        get { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+        set { pointer.pointee.flags = newValue ? pointer.pointee.flags | AV_PKT_FLAG_KEY : pointer.pointee.flags & ~AV_PKT_FLAG_KEY }
+    }
     public var hasPTS: Bool { pointer.pointee.pts != AVCodes.noPTS }
 
     public func unref() { av_packet_unref(pointer) }

@@ -16,18 +16,39 @@ public final class Muxer {
     /// exactly the packets written before the cut) and they are written as they come.
     private let interleaved: Bool
 
+    /// Kept alive while libavformat may call back into it.
+    private let interrupt: IOInterrupt?
+
     /// `url` nil: the output collects in memory and `finish()` / `cutSegment()` return it.
-    public init(format: String, url: String? = nil, interleaved: Bool = true) throws(FFmpegError) {
+    /// `protocolOptions` go to the protocol that opens `url` (e.g. `rtmp_playpath`,
+    /// `send_buffer_size`); `interrupt` bounds every blocking network call (connect, handshake,
+    /// writes, close). `displayURL` names the output in errors (a URL may hold a secret).
+    public init(format: String, url: String? = nil, interleaved: Bool = true,
+                protocolOptions: [String: String] = [:], interrupt: IOInterrupt? = nil,
+                displayURL: String? = nil) throws(FFmpegError) {
         self.format = format
         self.interleaved = interleaved
+        self.interrupt = interrupt
         inMemory = url == nil
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_alloc_output_context2(&ctx, nil, format, url), "create \(format) muxer")
         context = ctx
+        if let interrupt {
+            ctx!.pointee.interrupt_callback = AVIOInterruptCB(callback: ioInterruptCallback,
+                                                              opaque: Unmanaged.passUnretained(interrupt).toOpaque())
+        }
         if inMemory {
             try check(avio_open_dyn_buf(&ctx!.pointee.pb), "open memory output")
         } else if let url, ctx!.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
-            try check(avio_open2(&ctx!.pointee.pb, url, AVIO_FLAG_WRITE, nil, nil), "open \(url)")
+            var dictionary: OpaquePointer? = nil
+            for (key, value) in protocolOptions { av_dict_set(&dictionary, key, value, 0) }
+            defer { av_dict_free(&dictionary) }
+            // avio_open2 copies the callback into the protocol contexts it opens.
+            var callback = ctx!.pointee.interrupt_callback
+            let code = interrupt == nil
+                ? avio_open2(&ctx!.pointee.pb, url, AVIO_FLAG_WRITE, nil, &dictionary)
+                : avio_open2(&ctx!.pointee.pb, url, AVIO_FLAG_WRITE, &callback, &dictionary)
+            try check(code, "open \(displayURL ?? url)")
         }
     }
 
@@ -54,6 +75,18 @@ public final class Muxer {
         try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "copy \(encoder.codecName) parameters")
         stream.pointee.time_base = encoder.timeBase.avRational
         sourceTimeBases.append(encoder.timeBase)
+        return Int(stream.pointee.index)
+    }
+
+    /// Adds a stream from a parameter snapshot (see `StreamParameters`); returns its index.
+    @discardableResult
+    public func addStream(_ parameters: StreamParameters) throws(FFmpegError) -> Int {
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw FFmpegError(kind: .outOfMemory, operation: "add stream", message: "allocation failed")
+        }
+        try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters.pointer), "copy stream parameters")
+        stream.pointee.time_base = parameters.timeBase.avRational
+        sourceTimeBases.append(parameters.timeBase)
         return Int(stream.pointee.index)
     }
 

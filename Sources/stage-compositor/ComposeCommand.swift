@@ -12,7 +12,7 @@ import Storage
 struct ComposeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compose",
-        abstract: "Compose a recorded stage into an HLS recording (the S3 destination, on local storage)."
+        abstract: "Compose a recorded stage into an HLS recording (the S3 destination, on local storage) and/or push it to an RTMP channel."
     )
 
     @Option(help: "Recorded stage directory (holds manifest.json).")
@@ -26,6 +26,12 @@ struct ComposeCommand: ParsableCommand {
 
     @Option(help: "Storage root standing in for the S3 bucket.")
     var out: String = "out"
+
+    @Option(help: "Also push the composition to a channel: rtmp[s]://host[:port]/app/streamkey (reconnects with linear backoff, 5 retries).")
+    var rtmp: String?
+
+    @Flag(inversion: .prefixedNo, help: "Write the HLS recording (--no-record: channel only, needs --rtmp).")
+    var record = true
 
     @Option(help: "realtime: pace output at wall-clock speed; fast: as fast as possible.")
     var pace: PaceMode = .fast
@@ -61,17 +67,30 @@ struct ComposeCommand: ParsableCommand {
             let recordedStage = try RecordedStage.load(from: stage)
             let source = try RecordedStageSource(stage: recordedStage, logger: logger)
 
+            guard record || rtmp != nil else { throw CLIFailure("--no-record needs --rtmp: there would be no output") }
+            var channel: ChannelDestinationPlan?
+            if let rtmp {
+                do {
+                    channel = ChannelDestinationPlan(destinationId: makeResourceID(),
+                                                     configuration: try ChannelDestinationConfiguration.parse(publishURL: rtmp))
+                } catch { throw CLIFailure("--rtmp: \(error)") }
+            }
+
             let compositionId = makeResourceID()
             let plan = CompositionPlan(
                 compositionId: compositionId, encoder: spec, layout: layoutConfiguration,
-                recording: RecordingDestinationPlan(destinationId: makeResourceID(),
-                                                    storage: LocalDirectoryStorage(rootPath: out),
-                                                    encoderConfigurationId: makeResourceID(),
-                                                    targetSegmentDurationSeconds: segmentDuration,
-                                                    thumbnails: thumbnailPlan),
+                recording: !record ? nil : RecordingDestinationPlan(destinationId: makeResourceID(),
+                                                                    storage: LocalDirectoryStorage(rootPath: out),
+                                                                    encoderConfigurationId: makeResourceID(),
+                                                                    targetSegmentDurationSeconds: segmentDuration,
+                                                                    thumbnails: thumbnailPlan),
+                channel: channel,
                 preset: preset)
             let limit = duration.map { MediaTime.microseconds(Int64($0 * 1_000_000)) }
-            let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger)
+            let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger,
+                                               channelEvents: { event in
+                FileHandle.standardError.write(Data("\nchannel: \(event)\n".utf8))
+            })
             let progress = ProgressLine(enabled: stderrIsTerminal())
             let result: CompositionResult
             if pace == .realtime {
@@ -85,6 +104,9 @@ struct ComposeCommand: ParsableCommand {
             let root = URL(fileURLWithPath: out).standardizedFileURL
             if let sink = runner.recordingSink {
                 print(root.appendingPathComponent(sink.multivariantPlaylistKey).path)
+            }
+            if let failure = result.failedSinks.sorted(by: { $0.key < $1.key }).first {
+                throw CLIFailure("\(failure.key) failed: \(failure.value)")
             }
         }
     }

@@ -21,6 +21,10 @@ int cffshim_error_invalid(void);
 int cffshim_error_timedout(void);
 /// AVERROR(EPIPE)
 int cffshim_error_pipe(void);
+/// AVERROR_EXIT: an interrupt callback asked a blocking I/O call to give up.
+int cffshim_error_exit(void);
+/// AVERROR(posix_errno), for classifying network failures (ECONNREFUSED ...).
+int cffshim_averror(int posix_errno);
 /// AV_NOPTS_VALUE.
 int64_t cffshim_nopts(void);
 /// AV_TIME_BASE.
