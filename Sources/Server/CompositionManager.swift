@@ -209,9 +209,10 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                     throw .resourceNotFound("\(path).channel.channelArn: channel \(channel.channelArn) not found")
                 }
                 if let encoderArn = channel.encoderConfigurationArn { _ = try await encoderConfiguration(encoderArn, at: "\(path).channel.encoderConfigurationArn") }
+                // A channel belongs to the composition that asked for it until that composition ends.
                 let inUse = entries.values.contains { entry in
                     !entry.isTerminal && entry.stored.composition.destinations.contains {
-                        $0.configuration.channel?.channelArn == channel.channelArn && $0.state != .failed && $0.state != .stopped
+                        $0.configuration.channel?.channelArn == channel.channelArn
                     }
                 }
                 if inUse { throw .conflict("\(path).channel.channelArn: channel \(channel.channelArn) is already used by an active composition") }

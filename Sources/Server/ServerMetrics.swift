@@ -9,7 +9,6 @@ public final class ServerMetrics: Sendable {
     public let framesDropped: Counter
     /// Compose + encode time per output frame (pacer waits excluded).
     public let frameWorkTime: Timer
-    public let outputBytes: Counter
     private let compositionGauges: [String: Gauge]
     private let destinationGauges: [String: Gauge]
     private let publishersGauge: Gauge
@@ -22,7 +21,6 @@ public final class ServerMetrics: Sendable {
         framesComposed = Counter(label: "stage_compositor_frames_composed_total", factory: factory)
         framesDropped = Counter(label: "stage_compositor_frames_dropped_total", factory: factory)
         frameWorkTime = Timer(label: "stage_compositor_frame_encode_seconds", factory: factory)
-        outputBytes = Counter(label: "stage_compositor_output_bytes_total", factory: factory)
         requests = Counter(label: "stage_compositor_api_requests_total", factory: factory)
         var gauges: [String: Gauge] = [:]
         for state in Self.compositionStates {
