@@ -108,6 +108,8 @@ let package = Package(
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                        .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                        .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
     ]

@@ -312,6 +312,12 @@ def test_kill9_restart_finalizes_recording(d):
     d.process.kill()  # SIGKILL: no chance to clean up
     d.process.wait()
     before = sorted(f for r, _, files in os.walk(rendition_root) for f in files if f.endswith(".ts"))
+    events_dir = os.path.join(recording_dir(d, composition), "events")
+    check(not os.path.exists(os.path.join(events_dir, "recording-failed.json"))
+          and not os.path.exists(os.path.join(events_dir, "recording-ended.json")), "no final metadata before the restart")
+    playlists = [os.path.join(r, f) for r, _, files in os.walk(rendition_root) for f in files if f == "playlist.m3u8"]
+    with open(playlists[0]) as f:
+        check("#EXT-X-PLAYLIST-TYPE:EVENT" in f.read(), "the playlist is still EVENT before the restart")
     d.start()
     after = d.cli("get-composition", "--arn", arn)["composition"]
     check(after["state"] == "FAILED" and "endTime" in after, f"after restart: {after}")
