@@ -22,3 +22,11 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3 (PyPI).
+if [[ "${1:-}" == "--test" ]]; then
+  if ! command -v aws >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
+    echo "installing: awscli boto3 (pip)"
+    python3 -m pip install -q awscli boto3
+  fi
+fi
