@@ -21,6 +21,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
+        // daemon: HTTP API, SQLite state, metrics.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // C: FFmpeg 5.1 through pkg-config, and prefixed wrappers for its macros.
@@ -78,9 +84,31 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Durable control-plane state: configurations, stages, tags, compositions (SQLite via GRDB).
+        .target(
+            name: "Persistence",
+            dependencies: ["APIModels", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+
+        // The daemon: HTTP control plane, composition manager, configuration, events hook, metrics.
+        .target(
+            name: "Server",
+            dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations",
+                           "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Metrics", package: "swift-metrics"),
+                           .product(name: "Prometheus", package: "swift-prometheus"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
         .executableTarget(
             name: "stage-compositor",
-            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg",
+            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server",
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
@@ -112,6 +140,12 @@ let package = Package(
         .testTarget(name: "OpsTests", exclude: ["run_with_mdwe.py"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg",
                                                             .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore",
+                                                        .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                        .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                        .product(name: "Prometheus", package: "swift-prometheus"),
+                                                        .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
     ]
 )

@@ -24,8 +24,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The SigV4 tests (AuthTests) sign with botocore and call the real aws CLI.
-if [[ "${1:-}" == "--test" ]] && ! { python3 -c "import botocore" 2>/dev/null && command -v aws >/dev/null; }; then
-  echo "installing: awscli (pip)"
-  python3 -m pip install -q awscli
+# The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3 (PyPI).
+if [[ "${1:-}" == "--test" ]]; then
+  if ! command -v aws >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
+    echo "installing: awscli boto3 (pip)"
+    python3 -m pip install -q awscli boto3
+  fi
 fi

@@ -1,0 +1,90 @@
+// What the control plane keeps across restarts: encoder and storage configurations, stages
+// (with the recorded source they point at), and compositions with their state, destinations,
+// times and failure reason. Tags travel inside each resource. The SQLite implementation is
+// the daemon's; the in-memory one serves unit tests. Both behave the same.
+public import APIModels
+
+/// A stage registered through CreateStage (config-file stages are not stored).
+public struct StoredStage: Codable, Hashable, Sendable {
+    public var stage: Stage
+    /// The recorded stage directory that feeds compositions of this stage.
+    public var sourcePath: String
+
+    public init(stage: Stage, sourcePath: String) {
+        self.stage = stage
+        self.sourcePath = sourcePath
+    }
+}
+
+/// Where a composition's S3 destination writes, so a restart can finalize it.
+public struct StoredRecording: Codable, Hashable, Sendable {
+    public var destinationId: String
+    /// The bucket's local directory (from the configuration when the composition started).
+    public var storageRoot: String
+    /// `<stageId>/<compositionId>/<destinationId>/composite`
+    public var prefix: String
+    /// `720p30-<encoderConfigurationId>`
+    public var renditionName: String
+    public var width: Int
+    public var height: Int
+    public var targetSegmentDurationSeconds: Int
+
+    public init(destinationId: String, storageRoot: String, prefix: String, renditionName: String,
+                width: Int, height: Int, targetSegmentDurationSeconds: Int) {
+        self.destinationId = destinationId
+        self.storageRoot = storageRoot
+        self.prefix = prefix
+        self.renditionName = renditionName
+        self.width = width
+        self.height = height
+        self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
+    }
+}
+
+public struct StoredComposition: Codable, Hashable, Sendable {
+    public var composition: Composition
+    public var idempotencyToken: String?
+    /// Why it failed (Session Failure reason), when it did.
+    public var failureReason: String?
+    public var recording: StoredRecording?
+
+    public init(composition: Composition, idempotencyToken: String? = nil, failureReason: String? = nil,
+                recording: StoredRecording? = nil) {
+        self.composition = composition
+        self.idempotencyToken = idempotencyToken
+        self.failureReason = failureReason
+        self.recording = recording
+    }
+
+    public var arn: String { composition.arn }
+}
+
+public struct PersistenceError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { "persistence: \(message)" }
+}
+
+/// Durable control-plane state. Every call is one transaction; `put` inserts or replaces.
+public protocol CompositionStore: Sendable {
+    func putEncoderConfiguration(_ value: EncoderConfiguration) async throws(PersistenceError)
+    func encoderConfiguration(arn: String) async throws(PersistenceError) -> EncoderConfiguration?
+    func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration]
+    /// Returns whether something was deleted.
+    func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool
+
+    func putStorageConfiguration(_ value: StorageConfiguration) async throws(PersistenceError)
+    func storageConfiguration(arn: String) async throws(PersistenceError) -> StorageConfiguration?
+    func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration]
+    func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool
+
+    func putStage(_ value: StoredStage) async throws(PersistenceError)
+    func stage(arn: String) async throws(PersistenceError) -> StoredStage?
+    func stages() async throws(PersistenceError) -> [StoredStage]
+    func deleteStage(arn: String) async throws(PersistenceError) -> Bool
+
+    func putComposition(_ value: StoredComposition) async throws(PersistenceError)
+    func composition(arn: String) async throws(PersistenceError) -> StoredComposition?
+    func compositions() async throws(PersistenceError) -> [StoredComposition]
+    func deleteComposition(arn: String) async throws(PersistenceError) -> Bool
+}

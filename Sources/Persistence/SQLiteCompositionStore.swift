@@ -1,0 +1,179 @@
+// The daemon's store: one SQLite file (GRDB) under the state directory. Each resource is a
+// row keyed by ARN holding its JSON document, plus the columns queries need. A committed
+// write survives kill -9; schema changes go through numbered migrations.
+public import APIModels
+import Foundation
+import GRDB
+
+public final class SQLiteCompositionStore: CompositionStore {
+    private let database: DatabaseQueue
+
+    /// Opens (creating if needed) the database at `path` and migrates it to the latest schema.
+    public init(path: String) throws(PersistenceError) {
+        do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try Self.migrator.migrate(database)
+        } catch {
+            throw PersistenceError("cannot open \(path): \(error)")
+        }
+    }
+
+    /// A private in-memory database (tests of the SQL itself).
+    public init() throws(PersistenceError) {
+        do {
+            database = try DatabaseQueue()
+            try Self.migrator.migrate(database)
+        } catch {
+            throw PersistenceError("cannot open an in-memory database: \(error)")
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            for table in [Table.encoder, .storage] {
+                try db.create(table: table.rawValue) { t in
+                    t.primaryKey("arn", .text)
+                    t.column("document", .text).notNull()
+                }
+            }
+            try db.create(table: Table.stage.rawValue) { t in
+                t.primaryKey("arn", .text)
+                t.column("document", .text).notNull()
+            }
+            try db.create(table: Table.composition.rawValue) { t in
+                t.primaryKey("arn", .text)
+                t.column("stageArn", .text).notNull().indexed()
+                t.column("state", .text).notNull()
+                t.column("idempotencyToken", .text).indexed()
+                t.column("document", .text).notNull()
+            }
+        }
+        return migrator
+    }
+
+    enum Table: String {
+        case encoder = "encoderConfiguration"
+        case storage = "storageConfiguration"
+        case stage
+        case composition
+    }
+
+    // MARK: Generic rows
+
+    private func put<T: Encodable & Sendable>(_ value: T, arn: String, in table: Table,
+                                              extra: [String: String?] = [:]) async throws(PersistenceError) {
+        let document = try Self.encode(value)
+        let columns = ["arn", "document"] + extra.keys.sorted()
+        var arguments: [(any DatabaseValueConvertible)?] = [arn, document]
+        for key in extra.keys.sorted() { arguments.append(extra[key] ?? nil) }
+        let sql = "INSERT OR REPLACE INTO \(table.rawValue) (\(columns.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        let statementArguments = StatementArguments(arguments)
+        try await run { db in try db.execute(sql: sql, arguments: statementArguments) }
+    }
+
+    private func get<T: Decodable & Sendable>(_ type: T.Type, arn: String, in table: Table) async throws(PersistenceError) -> T? {
+        let text: String? = try await run { db in
+            try String.fetchOne(db, sql: "SELECT document FROM \(table.rawValue) WHERE arn = ?", arguments: [arn])
+        }
+        guard let text else { return nil }
+        return try Self.decode(type, from: text)
+    }
+
+    private func all<T: Decodable & Sendable>(_ type: T.Type, in table: Table) async throws(PersistenceError) -> [T] {
+        let texts: [String] = try await run { db in
+            try String.fetchAll(db, sql: "SELECT document FROM \(table.rawValue) ORDER BY arn")
+        }
+        var values: [T] = []
+        for text in texts { values.append(try Self.decode(type, from: text)) }
+        return values
+    }
+
+    private func delete(arn: String, in table: Table) async throws(PersistenceError) -> Bool {
+        try await run { db in
+            try db.execute(sql: "DELETE FROM \(table.rawValue) WHERE arn = ?", arguments: [arn])
+            return db.changesCount > 0
+        }
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PersistenceError) -> T {
+        do {
+            return try await database.write(body)
+        } catch {
+            throw PersistenceError("\(error)")
+        }
+    }
+
+    static func encode<T: Encodable>(_ value: T) throws(PersistenceError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do { return String(decoding: try encoder.encode(value), as: UTF8.self) } catch {
+            throw PersistenceError("cannot encode \(T.self): \(error)")
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from text: String) throws(PersistenceError) -> T {
+        do { return try JSONDecoder().decode(type, from: Data(text.utf8)) } catch {
+            throw PersistenceError("stored \(T.self) cannot be read: \(error)")
+        }
+    }
+
+    // MARK: CompositionStore
+
+    public func putEncoderConfiguration(_ value: EncoderConfiguration) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .encoder)
+    }
+    public func encoderConfiguration(arn: String) async throws(PersistenceError) -> EncoderConfiguration? {
+        try await get(EncoderConfiguration.self, arn: arn, in: .encoder)
+    }
+    public func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration] {
+        try await all(EncoderConfiguration.self, in: .encoder)
+    }
+    public func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .encoder)
+    }
+
+    public func putStorageConfiguration(_ value: StorageConfiguration) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .storage)
+    }
+    public func storageConfiguration(arn: String) async throws(PersistenceError) -> StorageConfiguration? {
+        try await get(StorageConfiguration.self, arn: arn, in: .storage)
+    }
+    public func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration] {
+        try await all(StorageConfiguration.self, in: .storage)
+    }
+    public func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .storage)
+    }
+
+    public func putStage(_ value: StoredStage) async throws(PersistenceError) {
+        try await put(value, arn: value.stage.arn, in: .stage)
+    }
+    public func stage(arn: String) async throws(PersistenceError) -> StoredStage? {
+        try await get(StoredStage.self, arn: arn, in: .stage)
+    }
+    public func stages() async throws(PersistenceError) -> [StoredStage] {
+        try await all(StoredStage.self, in: .stage)
+    }
+    public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .stage)
+    }
+
+    public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .composition,
+                      extra: ["stageArn": value.composition.stageArn, "state": value.composition.state.rawValue,
+                              "idempotencyToken": value.idempotencyToken])
+    }
+    public func composition(arn: String) async throws(PersistenceError) -> StoredComposition? {
+        try await get(StoredComposition.self, arn: arn, in: .composition)
+    }
+    public func compositions() async throws(PersistenceError) -> [StoredComposition] {
+        try await all(StoredComposition.self, in: .composition)
+    }
+    public func deleteComposition(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .composition)
+    }
+}

@@ -1,0 +1,165 @@
+// One build function for the daemon (`stage-compositor serve`) and the tests: resolves the
+// configuration into a store, an event publisher, a pipeline launcher and the HTTP
+// responder, and returns the Hummingbird application with the CompositionManager as a
+// service (started before, and shut down after, the HTTP server).
+public import Foundation
+public import Hummingbird
+import HTTPTypes
+public import Logging
+public import MediaCore
+public import Prometheus
+import APIModels
+import Metrics
+import Persistence
+
+/// Swappable parts; the defaults are the daemon's.
+public struct ServerDependencies: Sendable {
+    public var logger: Logger
+    /// nil: the configured sinks (JSON-lines file in the state directory, stdout).
+    public var events: (any EventPublisher)?
+    public var authenticator: any RequestAuthenticator
+    public var metricsRegistry: PrometheusCollectorRegistry
+    public var clock: any MediaClock
+    /// nil: real pipelines on dedicated threads, in real time.
+    public var launcher: (any CompositionPipelineLauncher)?
+    /// Keep state in memory instead of SQLite under the state directory.
+    public var inMemoryStore: Bool
+
+    public init(logger: Logger, events: (any EventPublisher)? = nil,
+                authenticator: any RequestAuthenticator = AllowAllAuthenticator(),
+                metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+                clock: any MediaClock = SystemMediaClock(), launcher: (any CompositionPipelineLauncher)? = nil,
+                inMemoryStore: Bool = false) {
+        self.logger = logger
+        self.events = events
+        self.authenticator = authenticator
+        self.metricsRegistry = metricsRegistry
+        self.clock = clock
+        self.launcher = launcher
+        self.inMemoryStore = inMemoryStore
+    }
+}
+
+public struct ServerBuildError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies) async throws
+    -> Application<ServerResponder> {
+    let logger = dependencies.logger
+    let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
+    let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics)
+    let events: any EventPublisher
+    if let given = dependencies.events {
+        events = given
+    } else {
+        try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var sinks: [any EventPublisher] = []
+        if let path = configuration.eventsFilePath { sinks.append(try JSONLinesFileEventPublisher(path: path)) }
+        if configuration.events.stdout ?? true { sinks.append(StandardOutputEventPublisher()) }
+        events = MultiEventPublisher(sinks)
+    }
+    if dependencies.inMemoryStore {
+        return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
+                                         launcher: launcher, metrics: metrics, dependencies: dependencies)
+    }
+    try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
+                                            attributes: [.posixPermissions: 0o700])
+    let store = try SQLiteCompositionStore(path: configuration.databasePath)
+    logger.info("state store opened", metadata: ["path": "\(configuration.databasePath)"])
+    return try await makeApplication(configuration: configuration, store: store, events: events, launcher: launcher,
+                                     metrics: metrics, dependencies: dependencies)
+}
+
+func makeApplication<Store: CompositionStore>(
+    configuration: ServerConfiguration, store: Store, events: any EventPublisher, launcher: any CompositionPipelineLauncher,
+    metrics: ServerMetrics, dependencies: ServerDependencies
+) async throws -> Application<ServerResponder> {
+    let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
+                                     clock: dependencies.clock, metrics: metrics, logger: dependencies.logger)
+    try await manager.restore()
+    let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager)
+    let responder = ServerResponder(
+        maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: dependencies.authenticator,
+        registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
+        operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) })
+    let logger = dependencies.logger
+    let listen = configuration.listen
+    return Application(
+        responder: responder,
+        configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: "stage-compositor"),
+        services: [manager],
+        onServerRunning: { channel in
+            logger.notice("stage-compositor listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
+        },
+        logger: logger)
+}
+
+/// The HTTP surface: `/healthz`, `/metrics`, and every control-plane operation routed by
+/// APIOperation (POST /<Operation>, /tags/{resourceArn}).
+public struct ServerResponder: HTTPResponder {
+    public typealias Context = BasicRequestContext
+
+    let maxBodyBytes: Int
+    let authenticator: any RequestAuthenticator
+    let registry: PrometheusCollectorRegistry
+    let metrics: ServerMetrics
+    let logger: Logger
+    let operation: @Sendable (APIOperation.Route, String, Data) async throws(APIError) -> Data
+
+    public func respond(to request: Request, context: Context) async throws -> Response {
+        let method = request.method.rawValue
+        let path = request.uri.path
+        if method == "GET", path == "/healthz" {
+            return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+        }
+        if method == "GET", path == "/metrics" {
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        metrics.requests.increment()
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: maxBodyBytes)
+        } catch {
+            return Self.errorResponse(.validation("request body exceeds the limit of \(maxBodyBytes) bytes"), status: 413)
+        }
+        let body = Data(buffer.readableBytesView)
+        guard let route = APIOperation.route(method: method, path: path) else {
+            var response = Self.errorResponse(APIError(.resourceNotFound, "no operation at \(method) \(path)"), status: 404)
+            response.headers[HTTPField.Name("x-amzn-ErrorType")!] = "UnknownOperationException"
+            return response
+        }
+        let query = request.uri.query ?? ""
+        let headers = request.headers.map { ($0.name.rawName, $0.value) }
+        if let denied = await authenticator.authenticate(
+            AuthenticationRequest(method: method, path: path, query: query, headers: headers, body: body)) {
+            return Self.errorResponse(denied)
+        }
+        do {
+            let data = try await operation(route, query, body)
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        } catch {
+            if error.code == .internalServer {
+                logger.error("operation failed", metadata: ["operation": "\(route.operation.name)", "error": "\(error.message)"])
+            } else {
+                logger.debug("request rejected", metadata: ["operation": "\(route.operation.name)", "error": "\(error)"])
+            }
+            return Self.errorResponse(error)
+        }
+    }
+
+    static func errorResponse(_ error: APIError, status: Int? = nil) -> Response {
+        let rendered = error.response
+        var fields = HTTPFields()
+        for (name, value) in rendered.headers {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return Response(status: HTTPResponse.Status(code: status ?? rendered.status), headers: fields,
+                        body: .init(byteBuffer: ByteBuffer(string: rendered.body)))
+    }
+}

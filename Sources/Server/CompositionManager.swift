@@ -1,0 +1,548 @@
+// Owns every composition: validates and starts them, drives each one's lifecycle state
+// machine from pipeline reports and timers, performs its actions (stop the pipeline,
+// publish events, persist), and hides ended compositions after the retention time.
+//
+//   API ──start/stop──▶ CompositionManager (actor) ──launch──▶ pipeline Thread
+//                            ▲        │                              │
+//                 inbox ─────┘        └─▶ events, store              │ SessionEvent / finished
+//                   ▲─────────────────────────────────────────────────┘
+//
+// Side effects leave the actor in order through one outbox (state first, then events), so
+// interleaved calls never publish out of order or persist a stale snapshot.
+public import APIModels
+public import Foundation
+public import Lifecycle
+public import Logging
+public import MediaCore
+public import Persistence
+public import ServiceLifecycle
+import Events
+import HLS
+import Pipeline
+import Stages
+
+public actor CompositionManager<Store: CompositionStore>: Service {
+    struct Entry {
+        var stored: StoredComposition
+        var machine: CompositionStateMachine?
+        var handle: (any PipelineHandle)?
+        /// Sink name → destination ID.
+        var sinkDestinations: [String: String] = [:]
+        var endedAt: MediaTime?
+        var publishers = 0
+        var logger: Logger
+
+        var isTerminal: Bool { stored.composition.state == .stopped || stored.composition.state == .failed }
+    }
+
+    public static var restartReason: String { "daemon restarted while the composition was running" }
+
+    let configuration: ServerConfiguration
+    let arnContext: ARNContext
+    let store: Store
+    let catalog: StageCatalog<Store>
+    let events: any EventPublisher
+    let launcher: any CompositionPipelineLauncher
+    let clock: any MediaClock
+    let wallClock: @Sendable () -> Date
+    let logger: Logger
+    let metrics: ServerMetrics?
+    let builder: CompositionEventBuilder
+    let lifecycle: CompositionLifecycleConfiguration
+    private let inbox: AsyncStream<(String, PipelineReport)>
+    private let inboxContinuation: AsyncStream<(String, PipelineReport)>.Continuation
+
+    private var entries: [String: Entry] = [:]
+    private var outbox: [CompositionStateChangeEvent] = []
+    private var dirty: Set<String> = []
+    private var flushing = false
+
+    public init(configuration: ServerConfiguration, store: Store, events: any EventPublisher,
+                launcher: any CompositionPipelineLauncher, clock: any MediaClock,
+                wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, logger: Logger) {
+        self.configuration = configuration
+        arnContext = ARNContext(region: configuration.region, account: configuration.account)!
+        self.store = store
+        catalog = StageCatalog(configuration: configuration, store: store)
+        self.events = events
+        self.launcher = launcher
+        self.clock = clock
+        self.wallClock = wallClock
+        self.metrics = metrics
+        self.logger = logger
+        builder = CompositionEventBuilder(region: configuration.region, account: configuration.account,
+                                          secondsSince1970: { Int64(wallClock().timeIntervalSince1970.rounded(.down)) })
+        let l = configuration.lifecycle
+        lifecycle = CompositionLifecycleConfiguration(
+            idleTimeout: .microseconds(Int64(l.idleTimeoutSeconds * 1_000_000)),
+            maximumDuration: .microseconds(Int64(l.maximumDurationSeconds * 1_000_000)),
+            retention: .microseconds(Int64(l.retentionSeconds * 1_000_000)),
+            reconnectPolicy: DestinationReconnectPolicy(maximumAttempts: 0))
+        (inbox, inboxContinuation) = AsyncStream.makeStream()
+    }
+
+    // MARK: Service
+
+    /// Processes pipeline reports and timers until graceful shutdown, then stops every
+    /// running composition as StopComposition would (bounded by shutdownGraceSeconds).
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await (arn, report) in self.inbox { await self.handle(report, for: arn) }
+            }
+            group.addTask { await self.timerLoop() }
+            try? await gracefulShutdown()
+            await self.shutdownAll()
+            group.cancelAll()
+        }
+    }
+
+    private func timerLoop() async {
+        while !Task.isCancelled {
+            let now = clock.now()
+            let wake = min(nextWakeUp() ?? now + .seconds(1), now + .milliseconds(250))
+            do { try await clock.sleep(until: wake) } catch { return }
+            await tick()
+        }
+    }
+
+    /// Stops everything still running and waits (bounded) for recordings to finalize.
+    func shutdownAll() async {
+        let running = entries.values.filter { !$0.isTerminal }.map(\.stored.arn)
+        guard !running.isEmpty else { return }
+        logger.notice("shutting down: stopping running compositions", metadata: ["count": "\(running.count)"])
+        for arn in running { await apply(.stopRequested, to: arn) }
+        let deadline = ContinuousClock.now + .milliseconds(Int64(configuration.lifecycle.shutdownGraceSeconds * 1000))
+        while ContinuousClock.now < deadline, entries.values.contains(where: { !$0.isTerminal || $0.handle != nil }) {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        for entry in entries.values where !entry.isTerminal {
+            entry.logger.error("composition did not finish within the shutdown grace period; it is finalized on the next start")
+        }
+        await flush()
+    }
+
+    // MARK: Start-up
+
+    /// Loads persisted compositions. Those that were running when the process died are
+    /// finalized (recording playlist VOD + ENDLIST, recording-failed.json) and marked FAILED.
+    public func restore() async throws(APIError) {
+        let stored: [StoredComposition]
+        do { stored = try await store.compositions() } catch { throw .internalServer("composition store: \(error.message)") }
+        let now = clock.now()
+        let wallNow = wallClock()
+        for var record in stored {
+            var entryLogger = logger
+            entryLogger[metadataKey: "composition.id"] = "\(record.arn.split(separator: "/").last ?? "")"
+            if record.composition.state == .stopped || record.composition.state == .failed {
+                let endSeconds = record.composition.endTime?.secondsSince1970 ?? Int64(wallNow.timeIntervalSince1970)
+                let age = max(0, Int64(wallNow.timeIntervalSince1970) - endSeconds)
+                entries[record.arn] = Entry(stored: record, endedAt: now - .seconds(age), logger: entryLogger)
+                continue
+            }
+            var reason = Self.restartReason
+            if let recording = record.recording {
+                let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
+                do {
+                    let result = try await RecordingRecovery.finalize(recording, stageArn: record.composition.stageArn,
+                                                                      startedAt: started, endedAt: wallNow, reason: reason,
+                                                                      logger: entryLogger)
+                    entryLogger.notice("recording finalized after restart",
+                                       metadata: ["destination.id": "\(recording.destinationId)",
+                                                  "segments": "\(result.segments)", "duration.ms": "\(result.durationMs)"])
+                } catch {
+                    entryLogger.error("recording could not be finalized after restart", metadata: ["error": "\(error)"])
+                    reason += "; recording could not be finalized: \(error)"
+                }
+            }
+            let timestamp = APITimestamp(secondsSince1970: Int64(wallNow.timeIntervalSince1970))
+            for index in record.composition.destinations.indices {
+                let destination = record.composition.destinations[index]
+                switch destination.state {
+                case .active, .reconnecting, .stopping:
+                    record.composition.destinations[index].state = .stopped
+                    record.composition.destinations[index].endTime = timestamp
+                    enqueue(.destinationEnd(destinationID: destination.id), record: record)
+                case .starting:
+                    record.composition.destinations[index].state = .failed
+                    record.composition.destinations[index].endTime = timestamp
+                case .stopped, .failed:
+                    break
+                }
+            }
+            record.composition.state = .failed
+            record.composition.endTime = timestamp
+            record.failureReason = reason
+            enqueue(.sessionFailure(reason: reason), record: record)
+            entryLogger.warning("composition was running when the daemon stopped; marked FAILED", metadata: ["reason": "\(reason)"])
+            entries[record.arn] = Entry(stored: record, endedAt: now, logger: entryLogger)
+            dirty.insert(record.arn)
+        }
+        await flush()
+        updateMetrics()
+    }
+
+    // MARK: API
+
+    public func start(_ request: StartCompositionRequest) async throws(APIError) -> Composition {
+        if let token = request.idempotencyToken,
+           let existing = entries.values.first(where: { $0.stored.idempotencyToken == token }) {
+            return existing.stored.composition
+        }
+        guard let stageARN = IVSARN(parsing: request.stageArn, expecting: .stage), arnContext.owns(stageARN),
+              let stage = try await catalog.stage(arn: request.stageArn) else {
+            throw .resourceNotFound("stageArn: stage \(request.stageArn) not found")
+        }
+        let running = entries.values.filter { !$0.isTerminal }.count
+        guard running < configuration.quotas.concurrentCompositions else {
+            throw .serviceQuotaExceeded("concurrent compositions: the quota of \(configuration.quotas.concurrentCompositions) is reached")
+        }
+
+        // Resolve every destination before creating anything.
+        var s3Plan: (index: Int, storageRoot: String, encoder: EncoderConfiguration, segment: Int)?
+        var channelFailures: [Int: String] = [:]
+        for (index, destination) in request.destinations.enumerated() {
+            let path = "destinations[\(index)]"
+            if let channel = destination.channel {
+                guard let channelARN = IVSARN(parsing: channel.channelArn, expecting: .channel), arnContext.owns(channelARN),
+                      let entry = configuration.channels.first(where: { $0.arn == channel.channelArn }) else {
+                    throw .resourceNotFound("\(path).channel.channelArn: channel \(channel.channelArn) not found")
+                }
+                if let encoderArn = channel.encoderConfigurationArn { _ = try await encoderConfiguration(encoderArn, at: "\(path).channel.encoderConfigurationArn") }
+                // A channel belongs to the composition that asked for it until that composition ends.
+                let inUse = entries.values.contains { entry in
+                    !entry.isTerminal && entry.stored.composition.destinations.contains {
+                        $0.configuration.channel?.channelArn == channel.channelArn
+                    }
+                }
+                if inUse { throw .conflict("\(path).channel.channelArn: channel \(channel.channelArn) is already used by an active composition") }
+                // RTMP push is not part of this build's pipeline yet: the destination fails with this reason.
+                channelFailures[index] = "channel output (RTMP push to \(entry.ingestEndpoint)) is not available in this build"
+            }
+            if let s3 = destination.s3 {
+                guard let storageARN = IVSARN(parsing: s3.storageConfigurationArn, expecting: .storageConfiguration),
+                      arnContext.owns(storageARN), let storage = try await storageConfiguration(s3.storageConfigurationArn) else {
+                    throw .resourceNotFound("\(path).s3.storageConfigurationArn: storage configuration \(s3.storageConfigurationArn) not found")
+                }
+                guard let bucket = storage.s3?.bucketName, let root = configuration.buckets[bucket] else {
+                    throw .validation("\(path).s3.storageConfigurationArn: bucket \(storage.s3?.bucketName ?? "") is not configured on this server")
+                }
+                let encoder = try await encoderConfiguration(s3.encoderConfigurationArns[0], at: "\(path).s3.encoderConfigurationArns[0]")
+                let segment = s3.recordingConfiguration?.hlsConfiguration?.targetSegmentDurationSeconds
+                    ?? CompositionRecordingHlsConfiguration.defaultTargetSegmentDurationSeconds
+                s3Plan = (index, root, encoder, segment)
+            }
+        }
+
+        // The stage's recorded source; problems there fail the composition (Session Failure), not the call.
+        var sourceProblem: String?
+        var publishersAtStart = 0
+        if let sourcePath = stage.sourcePath {
+            do {
+                let recorded = try RecordedStage.load(from: sourcePath)
+                let participants = recorded.manifest.participants
+                if participants.count > configuration.quotas.publishersPerStage {
+                    throw APIError.serviceQuotaExceeded(
+                        "publishers per stage: stage \(request.stageArn) has \(participants.count) publishers, the quota is \(configuration.quotas.publishersPerStage)")
+                }
+                publishersAtStart = participants.filter { $0.state(atMs: 0).isPublished }.count
+            } catch let error as APIError {
+                throw error
+            } catch {
+                sourceProblem = "stage source cannot be read: \(error)"
+            }
+        } else {
+            sourceProblem = "stage \(request.stageArn) has no recorded source (tag \(StageCatalog<Store>.sourceTag))"
+        }
+
+        // Create.
+        let compositionID = ResourceID.random()
+        let arn = arnContext.arn(.composition, id: compositionID).description
+        let now = clock.now()
+        let timestamp = wallTimestamp()
+        var destinations: [Destination] = []
+        var recording: StoredRecording?
+        var sinkDestinations: [String: String] = [:]
+        for (index, configurationEntry) in request.destinations.enumerated() {
+            let destinationID = ResourceID.random().rawValue
+            var detail: DestinationDetail?
+            if let plan = s3Plan, plan.index == index {
+                let prefix = "\(stageARN.resourceID)/\(compositionID.rawValue)/\(destinationID)/composite"
+                detail = DestinationDetail(s3: S3Detail(recordingPrefix: prefix))
+                let video = (plan.encoder.video ?? Video()).withDefaults()
+                let encoderID = IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder"
+                let fps = Int(video.frameRate.rescale(1, to: Rational(1, 1)))
+                recording = StoredRecording(
+                    destinationId: destinationID, storageRoot: plan.storageRoot, prefix: prefix,
+                    renditionName: RecordingLayout.renditionName(height: video.height!, framesPerSecond: fps, encoderConfigurationId: encoderID),
+                    width: video.width!, height: video.height!, targetSegmentDurationSeconds: plan.segment)
+                sinkDestinations["s3 destination \(destinationID)"] = destinationID
+            }
+            destinations.append(Destination(id: destinationID, state: .starting, configuration: configurationEntry.withDefaults(),
+                                            detail: detail))
+        }
+        let composition = Composition(arn: arn, stageArn: request.stageArn, state: .starting,
+                                      layout: request.layout ?? .defaultGrid, destinations: destinations,
+                                      tags: request.tags ?? [:], startTime: timestamp)
+        var entryLogger = logger
+        entryLogger[metadataKey: "composition.id"] = "\(compositionID)"
+        let machine = CompositionStateMachine(destinationIDs: destinations.map(\.id), createdAt: now,
+                                              publisherCount: publishersAtStart, configuration: lifecycle)
+        var entry = Entry(stored: StoredComposition(composition: composition, idempotencyToken: request.idempotencyToken,
+                                                    recording: recording),
+                          machine: machine, sinkDestinations: sinkDestinations, publishers: publishersAtStart, logger: entryLogger)
+        entry.logger.info("composition starting", metadata: ["stage.arn": "\(request.stageArn)",
+                                                              "destinations": "\(destinations.count)"])
+
+        if let sourceProblem {
+            entries[arn] = entry
+            dirty.insert(arn)
+            await apply(.sourceFailed(reason: sourceProblem), to: arn)
+            return entries[arn]?.stored.composition ?? composition
+        }
+        if let plan = s3Plan, let recording, let sourcePath = stage.sourcePath {
+            let video = (plan.encoder.video ?? Video()).withDefaults()
+            let job = PipelineJob(
+                compositionId: compositionID.rawValue, stageArn: request.stageArn, sourcePath: sourcePath,
+                encoder: EncoderSpec(width: video.width!, height: video.height!, frameRate: video.frameRate, bitrate: video.bitrate!),
+                layout: composition.layout,
+                recording: .init(destinationId: recording.destinationId, storageRoot: recording.storageRoot,
+                                 encoderConfigurationId: IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder",
+                                 targetSegmentDurationSeconds: recording.targetSegmentDurationSeconds),
+                preset: configuration.encoderPreset)
+            let continuation = inboxContinuation
+            entry.handle = launcher.launch(job, logger: entry.logger) { report in continuation.yield((arn, report)) }
+        }
+        entries[arn] = entry
+        dirty.insert(arn)
+        for (index, reason) in channelFailures.sorted(by: { $0.key < $1.key }) {
+            await apply(.destinationFailed(destinationID: destinations[index].id, reason: reason), to: arn)
+        }
+        await flush()
+        updateMetrics()
+        return entries[arn]?.stored.composition ?? composition
+    }
+
+    public func stop(arn: String) async throws(APIError) {
+        guard let entry = visibleEntry(arn) else { throw .resourceNotFound("arn: composition \(arn) not found") }
+        guard !entry.isTerminal else { return }
+        entry.logger.info("stop requested")
+        await apply(.stopRequested, to: arn)
+    }
+
+    public func composition(arn: String) throws(APIError) -> Composition {
+        guard let entry = visibleEntry(arn) else { throw .resourceNotFound("arn: composition \(arn) not found") }
+        return entry.stored.composition
+    }
+
+    /// Every visible composition (ended ones until their retention runs out).
+    public func compositions() -> [Composition] {
+        let now = clock.now()
+        return entries.values.filter { !isExpired($0, now: now) }.map(\.stored.composition)
+    }
+
+    /// Compositions not yet ended that use `arn` (an encoder or storage configuration, or a stage).
+    public func isInUse(_ arn: String) -> Bool {
+        entries.values.contains { entry in
+            guard !entry.isTerminal else { return false }
+            let composition = entry.stored.composition
+            return composition.stageArn == arn || composition.destinations.contains { destination in
+                let c = destination.configuration
+                return c.channel?.encoderConfigurationArn == arn || c.s3?.storageConfigurationArn == arn
+                    || (c.s3?.encoderConfigurationArns.contains(arn) ?? false)
+            }
+        }
+    }
+
+    /// Replaces a visible composition's tags with `update(current)`.
+    public func updateTags(arn: String, _ update: @Sendable (Tags) -> Tags) async throws(APIError) -> Tags {
+        guard var entry = visibleEntry(arn) else { throw .resourceNotFound("resourceArn: \(arn) not found") }
+        let tags = update(entry.stored.composition.tags ?? [:])
+        entry.stored.composition.tags = tags
+        entries[arn] = entry
+        dirty.insert(arn)
+        await flush()
+        return tags
+    }
+
+    // MARK: Lifecycle
+
+    /// One report from a pipeline thread (through the inbox; tests call it directly).
+    func handle(_ report: PipelineReport, for arn: String) async {
+        guard let entry = entries[arn] else { return }
+        switch report {
+        case .session(.mediaFlowing):
+            await apply(.pipelineStarted, to: arn)
+        case .session(.sinkActive(let name)):
+            if let id = entry.sinkDestinations[name] { await apply(.destinationOutput(destinationID: id), to: arn) }
+        case .session(.sinkFailed(let name, let reason)):
+            if let id = entry.sinkDestinations[name] { await apply(.destinationFailed(destinationID: id, reason: reason), to: arn) }
+        case .session(.publishersChanged(let count, _)):
+            entries[arn]?.publishers = count
+            await apply(.publishersChanged(count: count), to: arn)
+        case .finished(let failure):
+            entries[arn]?.handle = nil
+            if let failure { entry.logger.error("pipeline ended with an error", metadata: ["error": "\(failure)"]) }
+            guard let machine = entry.machine else { return }
+            switch machine.status {
+            case .stopping: await apply(.allDestinationsFlushed, to: arn)
+            case .starting, .active: await apply(.sourceFailed(reason: failure ?? "the composition pipeline ended unexpectedly"), to: arn)
+            case .stopped, .failed: break
+            }
+        }
+        updateMetrics()
+    }
+
+    /// Sends `.tick` to every composition whose deadline has passed and forgets ended
+    /// compositions whose retention ran out.
+    func tick() async {
+        let now = clock.now()
+        for (arn, entry) in entries {
+            if let deadline = entry.machine?.nextDeadline, deadline <= now, !entry.isTerminal {
+                await apply(.tick, to: arn)
+            }
+        }
+        for (arn, entry) in entries where isExpired(entry, now: now) {
+            entries[arn] = nil
+            dirty.insert(arn)
+            entry.logger.info("composition expired from Get/List")
+        }
+        await flush()
+        updateMetrics()
+    }
+
+    private func nextWakeUp() -> MediaTime? {
+        var next: MediaTime?
+        for entry in entries.values {
+            let deadline = entry.isTerminal ? entry.endedAt.map { $0 + lifecycle.retention } : entry.machine?.nextDeadline
+            if let deadline, next.map({ deadline < $0 }) ?? true { next = deadline }
+        }
+        return next
+    }
+
+    private func apply(_ event: CompositionEvent, to arn: String) async {
+        guard var entry = entries[arn], var machine = entry.machine else { return }
+        let now = clock.now()
+        let actions = machine.on(event, at: now)
+        entry.machine = machine
+        var followUps: [CompositionEvent] = []
+        for action in actions {
+            switch action {
+            case .emit(let notification):
+                enqueue(notification, record: entry.stored)
+                var metadata: Logger.Metadata = ["event": "\(notification.eventName)"]
+                if let id = notification.destinationID { metadata["destination.id"] = "\(id)" }
+                if let reason = notification.reason { metadata["reason"] = "\(reason)" }
+                entry.logger.info("composition event", metadata: metadata)
+            case .beginGracefulStop, .abortPipeline:
+                entry.handle?.requestStop()
+            case .finalize(let status):
+                entry.endedAt = now
+                if status == .failed { entry.stored.failureReason = machine.failureReason }
+            case .reconnectDestination(let id, _):
+                // No output here reconnects yet (the recording writes to local storage).
+                followUps.append(.destinationFailed(destinationID: id, reason: "the destination cannot reconnect"))
+            case .rejected(let why):
+                entry.logger.debug("lifecycle ignored an event", metadata: ["event": "\(event)", "why": "\(why)"])
+            case .scheduleTimer, .cancelTimer:
+                break // nextDeadline is read from the machine by the timer loop
+            }
+        }
+        sync(&entry, with: machine)
+        entries[arn] = entry
+        dirty.insert(arn)
+        for followUp in followUps { await apply(followUp, to: arn) }
+        await flush()
+    }
+
+    /// Copies the machine's states onto the API shape, stamping wall-clock times on changes.
+    private func sync(_ entry: inout Entry, with machine: CompositionStateMachine) {
+        let timestamp = wallTimestamp()
+        let status = CompositionState(rawValue: machine.status.rawValue) ?? .failed
+        if entry.stored.composition.state != status {
+            entry.stored.composition.state = status
+            if status == .stopped || status == .failed { entry.stored.composition.endTime = timestamp }
+        }
+        for index in entry.stored.composition.destinations.indices {
+            let id = entry.stored.composition.destinations[index].id
+            guard let raw = machine.destinationStatus(id)?.rawValue, let state = DestinationState(rawValue: raw) else { continue }
+            let previous = entry.stored.composition.destinations[index].state
+            guard previous != state else { continue }
+            entry.stored.composition.destinations[index].state = state
+            if state == .active, entry.stored.composition.destinations[index].startTime == nil {
+                entry.stored.composition.destinations[index].startTime = timestamp
+            }
+            if state == .stopped || state == .failed { entry.stored.composition.destinations[index].endTime = timestamp }
+        }
+    }
+
+    private func enqueue(_ notification: CompositionNotification, record: StoredComposition) {
+        outbox.append(builder.event(for: notification, compositionArn: record.arn, stageArn: record.composition.stageArn))
+    }
+
+    /// Persists changed compositions, then publishes queued events, in order. One flusher at
+    /// a time; a caller that finds one running leaves its work to it.
+    func flush() async {
+        guard !flushing else { return }
+        flushing = true
+        defer { flushing = false }
+        while !dirty.isEmpty || !outbox.isEmpty {
+            let changed = dirty
+            dirty = []
+            for arn in changed.sorted() {
+                do {
+                    if let entry = entries[arn] {
+                        try await store.putComposition(entry.stored)
+                    } else {
+                        _ = try await store.deleteComposition(arn: arn)
+                    }
+                } catch {
+                    logger.error("composition could not be persisted", metadata: ["composition.arn": "\(arn)", "error": "\(error)"])
+                }
+            }
+            let batch = outbox
+            outbox = []
+            for event in batch { await events.publish(event) }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func visibleEntry(_ arn: String) -> Entry? {
+        guard let entry = entries[arn], !isExpired(entry, now: clock.now()) else { return nil }
+        return entry
+    }
+
+    private func isExpired(_ entry: Entry, now: MediaTime) -> Bool {
+        guard entry.isTerminal, let endedAt = entry.endedAt else { return false }
+        return now >= endedAt + lifecycle.retention
+    }
+
+    private func wallTimestamp() -> APITimestamp {
+        APITimestamp(secondsSince1970: Int64(wallClock().timeIntervalSince1970.rounded(.down)))
+    }
+
+    private func encoderConfiguration(_ arn: String, at path: String) async throws(APIError) -> EncoderConfiguration {
+        let found: EncoderConfiguration?
+        do { found = try await store.encoderConfiguration(arn: arn) } catch { throw .internalServer("encoder configuration store: \(error.message)") }
+        guard let found else { throw .resourceNotFound("\(path): encoder configuration \(arn) not found") }
+        return found
+    }
+
+    private func storageConfiguration(_ arn: String) async throws(APIError) -> StorageConfiguration? {
+        do { return try await store.storageConfiguration(arn: arn) } catch { throw .internalServer("storage configuration store: \(error.message)") }
+    }
+
+    private func updateMetrics() {
+        guard let metrics else { return }
+        var compositions: [String: Int] = [:]
+        var destinations: [String: Int] = [:]
+        var publishers = 0
+        for entry in entries.values {
+            compositions[entry.stored.composition.state.rawValue, default: 0] += 1
+            for destination in entry.stored.composition.destinations { destinations[destination.state.rawValue, default: 0] += 1 }
+            if !entry.isTerminal { publishers += entry.publishers }
+        }
+        metrics.recordStates(compositions: compositions, destinations: destinations, publishers: publishers)
+    }
+}

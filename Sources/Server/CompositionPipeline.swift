@@ -1,0 +1,174 @@
+// Runs a composition's media pipeline. CompositionSession.run is synchronous and CPU-heavy,
+// so each composition gets its own dedicated Thread (never the Swift concurrency pool); it
+// reports back through a callback that only enqueues (the manager's inbox), and stops when
+// `requestStop()` flips a flag the session polls once per output frame.
+public import Foundation
+public import Layout
+public import MediaCore
+public import Pipeline
+import Destinations
+import FFmpeg
+public import Logging
+import Stages
+import Storage
+import Synchronization
+
+/// Everything a pipeline needs, resolved from the request and the configuration.
+public struct PipelineJob: Sendable {
+    public struct Recording: Sendable {
+        public var destinationId: String
+        /// The bucket's local directory.
+        public var storageRoot: String
+        public var encoderConfigurationId: String
+        public var targetSegmentDurationSeconds: Int
+    }
+
+    public var compositionId: String
+    /// The composition's stage ARN (the recording prefix uses its ID).
+    public var stageArn: String
+    /// Recorded stage directory.
+    public var sourcePath: String
+    public var encoder: EncoderSpec
+    public var layout: LayoutConfiguration
+    public var recording: Recording?
+    public var preset: String
+}
+
+/// What a running pipeline tells its owner.
+public enum PipelineReport: Sendable, Equatable {
+    case session(SessionEvent)
+    /// The pipeline thread is done and every sink is finished (playlist final, metadata
+    /// written). `failure` is nil after a requested stop.
+    case finished(failure: String?)
+}
+
+public protocol PipelineHandle: Sendable {
+    /// Asks the pipeline to stop after the current frame, flush and finish its outputs.
+    func requestStop()
+}
+
+public protocol CompositionPipelineLauncher: Sendable {
+    /// Starts the pipeline; `report` is called from the pipeline's own thread and must
+    /// return quickly.
+    func launch(_ job: PipelineJob, logger: Logger, report: @escaping @Sendable (PipelineReport) -> Void) -> any PipelineHandle
+}
+
+/// The real pipeline, one Foundation Thread per composition, paced in real time.
+public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
+    let metrics: ServerMetrics?
+    let realTime: Bool
+
+    /// - Parameter realTime: false composes as fast as possible (tests only).
+    public init(metrics: ServerMetrics?, realTime: Bool = true) {
+        self.metrics = metrics
+        self.realTime = realTime
+    }
+
+    final class StopFlag: PipelineHandle {
+        let flag = Atomic<Bool>(false)
+        func requestStop() { flag.store(true, ordering: .relaxed) }
+        var isSet: Bool { flag.load(ordering: .relaxed) }
+    }
+
+    public func launch(_ job: PipelineJob, logger: Logger, report: @escaping @Sendable (PipelineReport) -> Void) -> any PipelineHandle {
+        let stop = StopFlag()
+        let metrics = self.metrics
+        let realTime = self.realTime
+        let thread = Thread {
+            let failure = Self.run(job, logger: logger, stop: stop, metrics: metrics, realTime: realTime, report: report)
+            report(.finished(failure: failure))
+        }
+        thread.name = "composition-\(job.compositionId)"
+        thread.stackSize = 16 << 20
+        thread.start()
+        return stop
+    }
+
+    /// The pipeline thread's body; returns the failure, nil after a clean stop.
+    static func run(_ job: PipelineJob, logger: Logger, stop: StopFlag, metrics: ServerMetrics?, realTime: Bool,
+                    report: @escaping @Sendable (PipelineReport) -> Void) -> String? {
+        do {
+            let stage = try RecordedStage.load(from: job.sourcePath)
+            let recorded = try RecordedStageSource(stage: stage, logger: logger)
+            let source = LiveRecordedStageSource(wrapping: recorded, stageArn: job.stageArn)
+            let recording = job.recording.map {
+                RecordingDestinationPlan(destinationId: $0.destinationId, storage: LocalDirectoryStorage(rootPath: $0.storageRoot),
+                                         encoderConfigurationId: $0.encoderConfigurationId,
+                                         targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
+            }
+            let plan = CompositionPlan(compositionId: job.compositionId, encoder: job.encoder, layout: job.layout,
+                                       recording: recording, preset: job.preset)
+            let runner = try CompositionRunner(plan: plan, source: source, duration: nil, logger: logger) { event in
+                report(.session(event))
+            }
+            var lastFrames: Int64 = 0
+            var lastLagged: Int64 = 0
+            var workStarted: Int64 = 0
+            let progress: (CompositionProgress) -> Void = { progress in
+                guard let metrics else { return }
+                metrics.framesComposed.increment(by: progress.frames - lastFrames)
+                metrics.framesDropped.increment(by: progress.laggedFrames - lastLagged)
+                lastFrames = progress.frames
+                lastLagged = progress.laggedFrames
+                metrics.frameWorkTime.recordNanoseconds(max(0, RealtimePacer.nowNanoseconds() - workStarted))
+            }
+            if realTime {
+                var pacer = MeasuringPacer(base: RealtimePacer()) { workStarted = $0 }
+                _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
+            } else {
+                var pacer = MeasuringPacer(base: AsFastAsPossiblePacer()) { workStarted = $0 }
+                _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
+            }
+            return nil
+        } catch {
+            logger.error("composition pipeline failed", metadata: ["error": "\(error)"])
+            return "\(error)"
+        }
+    }
+}
+
+/// Notes when each frame's work starts (after the pacer's wait), for the encode-time metric.
+struct MeasuringPacer<Base: Pacer>: Pacer {
+    var base: Base
+    let started: (Int64) -> Void
+
+    mutating func wait(until stageTime: MediaTime) -> Int64 {
+        let late = base.wait(until: stageTime)
+        started(RealtimePacer.nowNanoseconds())
+        return late
+    }
+}
+
+extension RealtimePacer {
+    static func nowNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
+
+/// A recorded stage played as a live one: no end of its own (the daemon composes until
+/// stopped), and once its recorded length has passed every participant has left, so the
+/// idle timeout (60 s) ends the composition as it would on a real stage. It also carries
+/// the composition's stage ARN, which names the recording's folder.
+final class LiveRecordedStageSource: StageSource {
+    private let recorded: any StageSource
+    let stageArn: String
+    private let endMs: Int64?
+
+    init(wrapping recorded: any StageSource, stageArn: String) {
+        self.recorded = recorded
+        self.stageArn = stageArn
+        endMs = recorded.duration?.millisecondsValue
+    }
+
+    func participants(at stageTime: MediaTime) -> [StageParticipantState] {
+        let states = recorded.participants(at: stageTime)
+        guard let endMs, stageTime.millisecondsValue >= endMs else { return states }
+        return states.map { var state = $0; state.isPublished = false; return state }
+    }
+
+    func subscriber(for participantId: String) -> ParticipantSubscriber? { recorded.subscriber(for: participantId) }
+
+    var duration: MediaTime? { nil }
+}

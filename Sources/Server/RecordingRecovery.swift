@@ -1,0 +1,97 @@
+// After a crash: a recording that was being written has an EVENT playlist (possibly one
+// segment behind the files) and only recording-started.json. Recovery rebuilds the media
+// playlist from the segments present in storage as VOD + ENDLIST (durations from the last
+// playlist, or measured from the file for a segment the playlist never listed) and writes
+// recording-failed.json. Everything goes through the HLS renderers and atomic storage.
+import Foundation
+import FFmpeg
+import HLS
+import Logging
+import MediaCore
+import Persistence
+import Storage
+
+enum RecordingRecovery {
+    struct Result: Sendable, Equatable {
+        var segments: Int
+        var durationMs: Int64
+    }
+
+    static func finalize(_ recording: StoredRecording, stageArn: String, startedAt: Date?, endedAt: Date,
+                         reason: String, logger: Logger) async throws -> Result {
+        let storage = LocalDirectoryStorage(rootPath: recording.storageRoot)
+        let parts = recording.prefix.split(separator: "/").map(String.init)
+        guard parts.count == 4 else { throw StorageError.invalidKey(key: recording.prefix, reason: "not a recording prefix") }
+        let layout = RecordingLayout(stageId: parts[0], compositionId: parts[1], destinationId: parts[2])
+        let playlistKey = layout.mediaPlaylistKey(rendition: recording.renditionName)
+        let renditionPrefix = layout.renditionPrefix(rendition: recording.renditionName) + "/"
+
+        var known: [String: MediaTime] = [:]
+        if let data = try? await storage.get(key: playlistKey) {
+            known = parseDurations(String(decoding: data, as: UTF8.self))
+        }
+        let keys = (try? await storage.list(prefix: renditionPrefix)) ?? []
+        let segmentFiles = keys.compactMap { key -> (Int, String)? in
+            let name = String(key.dropFirst(renditionPrefix.count))
+            guard name.hasSuffix(".ts"), !name.contains("/"), let number = Int(name.dropLast(3).filter(\.isNumber)) else { return nil }
+            return (number, name)
+        }.sorted { $0.0 < $1.0 }
+
+        var playlist = MediaPlaylist(targetDurationSeconds: recording.targetSegmentDurationSeconds, playlistType: .vod)
+        for (_, name) in segmentFiles {
+            if let duration = known[name] {
+                playlist.segments.append(HLSSegment(uri: name, duration: duration))
+            } else if let micro = measureDuration(path: storage.root.appendingPathComponent(renditionPrefix + name).path),
+                      micro > 0 {
+                playlist.segments.append(HLSSegment(uri: name, duration: .microseconds(micro)))
+            } else {
+                logger.warning("segment cannot be read; left out of the playlist", metadata: ["segment": "\(name)"])
+            }
+        }
+        playlist = playlist.finished()
+        try await storage.put(Data(playlist.render().utf8), key: playlistKey)
+
+        let resolution = VideoResolution(width: recording.width, height: recording.height)
+        let metadata = RecordingMetadata(stageArn: stageArn, status: .recordingStarted, startedAt: startedAt,
+                                         renditions: [.init(path: recording.renditionName, resolution: resolution)])
+            .ended(at: endedAt, durationMs: playlist.durationMs, failure: reason)
+        try await storage.put(metadata.jsonData(), key: layout.metadataKey(for: metadata.status))
+        return Result(segments: playlist.segments.count, durationMs: playlist.durationMs)
+    }
+
+    /// Segment URI → duration from an m3u8 (`#EXTINF:2.000,` then the URI line).
+    static func parseDurations(_ text: String) -> [String: MediaTime] {
+        var result: [String: MediaTime] = [:]
+        var pending: MediaTime?
+        for rawLine in text.split(whereSeparator: \.isNewline) {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("#EXTINF:") {
+                let value = line.dropFirst("#EXTINF:".count).split(separator: ",", maxSplits: 1).first.map(String.init) ?? ""
+                pending = parseDecimalSeconds(value)
+            } else if !line.hasPrefix("#"), !line.isEmpty, let duration = pending {
+                result[line] = duration
+                pending = nil
+            }
+        }
+        return result
+    }
+
+    /// "2.000" → 2 s in microseconds, without going through floating point.
+    static func parseDecimalSeconds(_ text: String) -> MediaTime? {
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = Int64(parts[0]) else { return nil }
+        var micro = whole * 1_000_000
+        if parts.count == 2 {
+            let digits = String(parts[1].prefix(6))
+            guard digits.allSatisfy(\.isNumber) else { return nil }
+            let padded = digits + String(repeating: "0", count: 6 - digits.count)
+            micro += Int64(padded) ?? 0
+        }
+        return .microseconds(micro)
+    }
+
+    static func measureDuration(path: String) -> Int64? {
+        guard let demuxer = try? Demuxer(url: path) else { return nil }
+        return demuxer.durationMicroseconds
+    }
+}

@@ -1,0 +1,317 @@
+// The daemon's configuration file (JSON): where it listens, what it may read and write
+// (stages, buckets, state directory), the channels it can push to, quotas and lifecycle
+// timings. Relative paths are resolved against the file's folder. `validate()` collects
+// every problem at once so `stage-compositor config check` can print them all.
+public import Foundation
+import APIModels
+
+public struct ServerConfiguration: Codable, Sendable, Equatable {
+    public struct Listen: Codable, Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public init(host: String = "127.0.0.1", port: Int = 8086) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// A stage defined by the file: an ARN (or a bare ID) and its recorded stage directory.
+    public struct StageEntry: Codable, Sendable, Equatable {
+        public var arn: String?
+        public var id: String?
+        public var name: String?
+        /// Recorded stage directory (holds manifest.json).
+        public var source: String
+        public init(arn: String? = nil, id: String? = nil, name: String? = nil, source: String) {
+            self.arn = arn
+            self.id = id
+            self.name = name
+            self.source = source
+        }
+    }
+
+    /// An IVS channel a composition may push to.
+    public struct ChannelEntry: Codable, Sendable, Equatable {
+        public var arn: String
+        /// e.g. rtmps://a1b2c3.global-contribute.live-video.net:443/app/
+        public var ingestEndpoint: String
+        public var streamKey: String
+        public init(arn: String, ingestEndpoint: String, streamKey: String) {
+            self.arn = arn
+            self.ingestEndpoint = ingestEndpoint
+            self.streamKey = streamKey
+        }
+    }
+
+    public struct Quotas: Codable, Sendable, Equatable {
+        public var concurrentCompositions: Int
+        public var encoderConfigurations: Int
+        public var storageConfigurations: Int
+        public var publishersPerStage: Int
+        public init(concurrentCompositions: Int = 5, encoderConfigurations: Int = 20,
+                    storageConfigurations: Int = 5, publishersPerStage: Int = 12) {
+            self.concurrentCompositions = concurrentCompositions
+            self.encoderConfigurations = encoderConfigurations
+            self.storageConfigurations = storageConfigurations
+            self.publishersPerStage = publishersPerStage
+        }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let d = Quotas()
+            concurrentCompositions = try c.decodeIfPresent(Int.self, forKey: .concurrentCompositions) ?? d.concurrentCompositions
+            encoderConfigurations = try c.decodeIfPresent(Int.self, forKey: .encoderConfigurations) ?? d.encoderConfigurations
+            storageConfigurations = try c.decodeIfPresent(Int.self, forKey: .storageConfigurations) ?? d.storageConfigurations
+            publishersPerStage = try c.decodeIfPresent(Int.self, forKey: .publishersPerStage) ?? d.publishersPerStage
+        }
+    }
+
+    public struct Lifecycle: Codable, Sendable, Equatable {
+        /// Auto-shutdown after this long with nobody publishing (IVS: 60 s).
+        public var idleTimeoutSeconds: Double
+        public var maximumDurationSeconds: Double
+        /// STOPPED/FAILED compositions stay visible this long (IVS: 5 min).
+        public var retentionSeconds: Double
+        /// On SIGTERM/SIGINT, how long running compositions get to finalize.
+        public var shutdownGraceSeconds: Double
+        public init(idleTimeoutSeconds: Double = 60, maximumDurationSeconds: Double = 86_400,
+                    retentionSeconds: Double = 300, shutdownGraceSeconds: Double = 20) {
+            self.idleTimeoutSeconds = idleTimeoutSeconds
+            self.maximumDurationSeconds = maximumDurationSeconds
+            self.retentionSeconds = retentionSeconds
+            self.shutdownGraceSeconds = shutdownGraceSeconds
+        }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let d = Lifecycle()
+            idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
+            maximumDurationSeconds = try c.decodeIfPresent(Double.self, forKey: .maximumDurationSeconds) ?? d.maximumDurationSeconds
+            retentionSeconds = try c.decodeIfPresent(Double.self, forKey: .retentionSeconds) ?? d.retentionSeconds
+            shutdownGraceSeconds = try c.decodeIfPresent(Double.self, forKey: .shutdownGraceSeconds) ?? d.shutdownGraceSeconds
+        }
+    }
+
+    public struct Events: Codable, Sendable, Equatable {
+        /// JSON-lines file; relative to the state directory. Default "events.jsonl"; "" disables.
+        public var file: String?
+        /// Also print each event as one JSON line on standard output.
+        public var stdout: Bool?
+        public init(file: String? = nil, stdout: Bool? = nil) {
+            self.file = file
+            self.stdout = stdout
+        }
+    }
+
+    public var region: String
+    public var account: String
+    public var listen: Listen
+    /// SQLite database, events file; created if missing.
+    public var stateDirectory: String
+    /// Folders that CreateStage's `stage-compositor:source` tag may point into.
+    public var stageSourceRoots: [String]
+    public var stages: [StageEntry]
+    public var channels: [ChannelEntry]
+    /// S3 bucket name → local directory standing in for it.
+    public var buckets: [String: String]
+    public var quotas: Quotas
+    public var lifecycle: Lifecycle
+    public var events: Events
+    public var maxRequestBodyBytes: Int
+    /// x264 preset for compositions ("veryfast" suits small machines).
+    public var encoderPreset: String
+    /// trace, debug, info, notice, warning, error, critical.
+    public var logLevel: String
+
+    public init(region: String = "us-east-1", account: String = "123456789012", listen: Listen = Listen(),
+                stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
+                channels: [ChannelEntry] = [], buckets: [String: String] = [:], quotas: Quotas = Quotas(),
+                lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
+                encoderPreset: String = "veryfast", logLevel: String = "info") {
+        self.region = region
+        self.account = account
+        self.listen = listen
+        self.stateDirectory = stateDirectory
+        self.stageSourceRoots = stageSourceRoots
+        self.stages = stages
+        self.channels = channels
+        self.buckets = buckets
+        self.quotas = quotas
+        self.lifecycle = lifecycle
+        self.events = events
+        self.maxRequestBodyBytes = maxRequestBodyBytes
+        self.encoderPreset = encoderPreset
+        self.logLevel = logLevel
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case region, account, listen, stateDirectory, stageSourceRoots, stages, channels, buckets, quotas,
+             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = ServerConfiguration()
+        region = try c.decode(String.self, forKey: .region)
+        account = try c.decode(String.self, forKey: .account)
+        listen = try c.decodeIfPresent(Listen.self, forKey: .listen) ?? d.listen
+        stateDirectory = try c.decode(String.self, forKey: .stateDirectory)
+        stageSourceRoots = try c.decodeIfPresent([String].self, forKey: .stageSourceRoots) ?? []
+        stages = try c.decodeIfPresent([StageEntry].self, forKey: .stages) ?? []
+        channels = try c.decodeIfPresent([ChannelEntry].self, forKey: .channels) ?? []
+        buckets = try c.decodeIfPresent([String: String].self, forKey: .buckets) ?? [:]
+        quotas = try c.decodeIfPresent(Quotas.self, forKey: .quotas) ?? d.quotas
+        lifecycle = try c.decodeIfPresent(Lifecycle.self, forKey: .lifecycle) ?? d.lifecycle
+        events = try c.decodeIfPresent(Events.self, forKey: .events) ?? d.events
+        maxRequestBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxRequestBodyBytes) ?? d.maxRequestBodyBytes
+        encoderPreset = try c.decodeIfPresent(String.self, forKey: .encoderPreset) ?? d.encoderPreset
+        logLevel = try c.decodeIfPresent(String.self, forKey: .logLevel) ?? d.logLevel
+    }
+
+    // MARK: Loading
+
+    public struct LoadError: Error, Sendable, CustomStringConvertible {
+        public var file: String
+        public var problems: [String]
+        public var description: String {
+            "\(file): " + (problems.count == 1 ? problems[0] : "\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
+        }
+    }
+
+    /// Reads, decodes, resolves relative paths against the file's folder, and validates.
+    public static func load(path: String) throws(LoadError) -> (ServerConfiguration, warnings: [String]) {
+        let url = URL(fileURLWithPath: path)
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw LoadError(file: path, problems: ["cannot read the file: \(error.localizedDescription)"])
+        }
+        var configuration: ServerConfiguration
+        do {
+            configuration = try JSONDecoder().decode(ServerConfiguration.self, from: data)
+        } catch let error as DecodingError {
+            throw LoadError(file: path, problems: [Self.describe(error)])
+        } catch {
+            throw LoadError(file: path, problems: ["not valid JSON: \(error)"])
+        }
+        var warnings: [String] = []
+        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            let known = Set(CodingKeys.allCases.map(\.rawValue))
+            for key in object.keys.sorted() where !known.contains(key) {
+                warnings.append("unknown key \"\(key)\" is ignored")
+            }
+        }
+        configuration = configuration.resolvingPaths(relativeTo: url.deletingLastPathComponent().path)
+        let problems = configuration.validate()
+        if !problems.isEmpty { throw LoadError(file: path, problems: problems) }
+        return (configuration, warnings)
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])): is required"
+        case .typeMismatch(let type, let context): return "\(path(context.codingPath)): expected \(type)"
+        case .valueNotFound(_, let context): return "\(path(context.codingPath)): must not be null"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    /// Absolute paths everywhere (relative ones are taken from `base`).
+    public func resolvingPaths(relativeTo base: String) -> ServerConfiguration {
+        func absolute(_ path: String) -> String {
+            guard !path.isEmpty else { return path }
+            let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : URL(fileURLWithPath: base).appendingPathComponent(path)
+            return url.standardizedFileURL.path
+        }
+        var copy = self
+        copy.stateDirectory = absolute(stateDirectory)
+        copy.stageSourceRoots = stageSourceRoots.map(absolute)
+        copy.stages = stages.map { var s = $0; s.source = absolute(s.source); return s }
+        copy.buckets = buckets.mapValues(absolute)
+        return copy
+    }
+
+    /// Every problem, each naming its key. Empty when the configuration is usable.
+    public func validate() -> [String] {
+        var problems: [String] = []
+        if ARNContext(region: region, account: account) == nil {
+            problems.append("region/account: \"\(region)\"/\"\(account)\" must match [a-z0-9-]+ and [0-9]+")
+        }
+        if listen.host.isEmpty { problems.append("listen.host: must not be empty") }
+        if !(0...65_535).contains(listen.port) { problems.append("listen.port: \(listen.port) is outside 0...65535") }
+        if stateDirectory.isEmpty { problems.append("stateDirectory: must not be empty") }
+        var stageArns = Set<String>()
+        for (index, entry) in stages.enumerated() {
+            let key = "stages[\(index)]"
+            guard let arn = stageArn(for: entry) else {
+                problems.append("\(key): give \"arn\" (arn:aws:ivs:\(region):\(account):stage/<id>) or \"id\" ([a-zA-Z0-9-]+)")
+                continue
+            }
+            if let parsed = IVSARN(parsing: arn, expecting: .stage), parsed.region != region || parsed.account != account {
+                problems.append("\(key).arn: \(arn) is not in region \(region) / account \(account)")
+            }
+            if !stageArns.insert(arn).inserted { problems.append("\(key).arn: \(arn) is defined twice") }
+            if !FileManager.default.fileExists(atPath: entry.source + "/manifest.json") {
+                problems.append("\(key).source: \(entry.source) has no manifest.json (not a recorded stage directory)")
+            }
+        }
+        var channelArns = Set<String>()
+        for (index, channel) in channels.enumerated() {
+            let key = "channels[\(index)]"
+            if IVSARN(parsing: channel.arn, expecting: .channel) == nil {
+                problems.append("\(key).arn: \(channel.arn) is not a channel ARN (arn:aws:ivs:<region>:<account>:channel/<id>)")
+            }
+            if !channelArns.insert(channel.arn).inserted { problems.append("\(key).arn: \(channel.arn) is defined twice") }
+            if !(channel.ingestEndpoint.hasPrefix("rtmp://") || channel.ingestEndpoint.hasPrefix("rtmps://")) {
+                problems.append("\(key).ingestEndpoint: must start with rtmp:// or rtmps://")
+            }
+            if channel.streamKey.isEmpty { problems.append("\(key).streamKey: must not be empty") }
+        }
+        for name in buckets.keys.sorted() {
+            let valid = (3...63).contains(name.count) && name.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
+            }
+            if !valid { problems.append("buckets.\(name): bucket names are 3-63 characters of [a-z0-9-.]") }
+            if buckets[name]?.isEmpty ?? true { problems.append("buckets.\(name): the directory must not be empty") }
+        }
+        for (index, root) in stageSourceRoots.enumerated() where root.isEmpty || root == "/" {
+            problems.append("stageSourceRoots[\(index)]: \"\(root)\" is too broad")
+        }
+        let q = quotas
+        for (name, value) in [("concurrentCompositions", q.concurrentCompositions), ("encoderConfigurations", q.encoderConfigurations),
+                              ("storageConfigurations", q.storageConfigurations), ("publishersPerStage", q.publishersPerStage)]
+            where value < 0 {
+            problems.append("quotas.\(name): must not be negative")
+        }
+        let l = lifecycle
+        if !(l.idleTimeoutSeconds > 0) { problems.append("lifecycle.idleTimeoutSeconds: must be positive") }
+        if !(l.maximumDurationSeconds > 0) { problems.append("lifecycle.maximumDurationSeconds: must be positive") }
+        if !(l.retentionSeconds >= 0) { problems.append("lifecycle.retentionSeconds: must not be negative") }
+        if !(l.shutdownGraceSeconds > 0) { problems.append("lifecycle.shutdownGraceSeconds: must be positive") }
+        if maxRequestBodyBytes < 1024 { problems.append("maxRequestBodyBytes: must be at least 1024") }
+        let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+        if !presets.contains(encoderPreset) { problems.append("encoderPreset: one of \(presets.joined(separator: ", "))") }
+        if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) {
+            problems.append("logLevel: one of trace, debug, info, notice, warning, error, critical")
+        }
+        return problems
+    }
+
+    /// The stage's ARN: `arn` as given, or built from `id` in this region/account.
+    public func stageArn(for entry: StageEntry) -> String? {
+        if let arn = entry.arn { return IVSARN(parsing: arn, expecting: .stage)?.description }
+        guard let id = entry.id else { return nil }
+        return IVSARN(region: region, account: account, resourceType: .stage, resourceID: id)?.description
+    }
+
+    public var databasePath: String { stateDirectory + "/stage-compositor.sqlite" }
+
+    /// nil when the file sink is disabled.
+    public var eventsFilePath: String? {
+        let file = events.file ?? "events.jsonl"
+        if file.isEmpty { return nil }
+        return file.hasPrefix("/") ? file : stateDirectory + "/" + file
+    }
+}

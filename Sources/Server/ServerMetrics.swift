@@ -1,0 +1,44 @@
+// The daemon's metrics, created from an injected swift-metrics factory (the Prometheus
+// registry behind /metrics in the daemon; tests pass their own). Never bootstrapped globally.
+public import CoreMetrics
+import Synchronization
+
+public final class ServerMetrics: Sendable {
+    public let framesComposed: Counter
+    /// Frames that were due before the previous was done (repeated instead of composed).
+    public let framesDropped: Counter
+    /// Compose + encode time per output frame (pacer waits excluded).
+    public let frameWorkTime: Timer
+    private let compositionGauges: [String: Gauge]
+    private let destinationGauges: [String: Gauge]
+    private let publishersGauge: Gauge
+    public let requests: Counter
+
+    public static let compositionStates = ["STARTING", "ACTIVE", "STOPPING", "STOPPED", "FAILED"]
+    public static let destinationStates = ["STARTING", "ACTIVE", "STOPPING", "RECONNECTING", "STOPPED", "FAILED"]
+
+    public init(factory: any MetricsFactory) {
+        framesComposed = Counter(label: "stage_compositor_frames_composed_total", factory: factory)
+        framesDropped = Counter(label: "stage_compositor_frames_dropped_total", factory: factory)
+        frameWorkTime = Timer(label: "stage_compositor_frame_encode_seconds", factory: factory)
+        requests = Counter(label: "stage_compositor_api_requests_total", factory: factory)
+        var gauges: [String: Gauge] = [:]
+        for state in Self.compositionStates {
+            gauges[state] = Gauge(label: "stage_compositor_compositions", dimensions: [("state", state)], factory: factory)
+        }
+        compositionGauges = gauges
+        var destinations: [String: Gauge] = [:]
+        for state in Self.destinationStates {
+            destinations[state] = Gauge(label: "stage_compositor_destinations", dimensions: [("state", state)], factory: factory)
+        }
+        destinationGauges = destinations
+        publishersGauge = Gauge(label: "stage_compositor_publishers", factory: factory)
+    }
+
+    /// Sets the per-state gauges from a full count (states absent from `counts` read 0).
+    public func recordStates(compositions: [String: Int], destinations: [String: Int], publishers: Int) {
+        for (state, gauge) in compositionGauges { gauge.record(compositions[state] ?? 0) }
+        for (state, gauge) in destinationGauges { gauge.record(destinations[state] ?? 0) }
+        publishersGauge.record(publishers)
+    }
+}

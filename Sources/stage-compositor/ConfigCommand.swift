@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import Server
+
+struct ConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Configuration file helpers.",
+        subcommands: [Check.self]
+    )
+
+    /// `stage-compositor config check FILE`: every problem on its own line, exit 1 if any.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "check",
+            abstract: "Validate a serve configuration file and print every problem found.",
+            discussion: """
+            The file is JSON. Required: region, account, stateDirectory. Optional: listen {host, port} \
+            (default 127.0.0.1:8086), stages [{arn | id, name, source}], stageSourceRoots [dir], \
+            channels [{arn, ingestEndpoint, streamKey}], buckets {name: dir}, quotas {concurrentCompositions, \
+            encoderConfigurations, storageConfigurations, publishersPerStage}, lifecycle {idleTimeoutSeconds, \
+            maximumDurationSeconds, retentionSeconds, shutdownGraceSeconds}, events {file, stdout}, \
+            maxRequestBodyBytes, encoderPreset, logLevel. Relative paths are taken from the file's folder.
+            """
+        )
+
+        @Argument(help: "The configuration file.")
+        var file: String
+
+        func run() throws {
+            do {
+                let (configuration, warnings) = try ServerConfiguration.load(path: file)
+                for warning in warnings { print("warning: \(warning)") }
+                print("\(file): OK (listen \(configuration.listen.host):\(configuration.listen.port), "
+                      + "\(configuration.stages.count) stage(s), \(configuration.channels.count) channel(s), "
+                      + "\(configuration.buckets.count) bucket(s))")
+            } catch {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+// The lifecycle as the manager drives it, in virtual time: a ManualMediaClock and a fake
+// pipeline launcher stand in for the wall clock and the media threads.
+import APIModels
+import Foundation
+import Lifecycle
+import Logging
+import MediaCore
+import Persistence
+@testable import Server
+import Synchronization
+import XCTest
+
+final class FakePipelineLauncher: CompositionPipelineLauncher {
+    final class Handle: PipelineHandle {
+        let stopped = Atomic<Bool>(false)
+        func requestStop() { stopped.store(true, ordering: .relaxed) }
+    }
+    let launched = Mutex<[(PipelineJob, Handle)]>([])
+
+    func launch(_ job: PipelineJob, logger: Logger, report: @escaping @Sendable (PipelineReport) -> Void) -> any PipelineHandle {
+        let handle = Handle()
+        launched.withLock { $0.append((job, handle)) }
+        return handle
+    }
+    var jobs: [PipelineJob] { launched.withLock { $0.map(\.0) } }
+    var handles: [Handle] { launched.withLock { $0.map(\.1) } }
+}
+
+final class CompositionManagerTests: XCTestCase {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("fixtures")
+    let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/twoPeople"
+    let encoderArn = "arn:aws:ivs:us-east-1:123456789012:encoder-configuration/AAAAAAAAAAAA"
+    let storageArn = "arn:aws:ivs:us-east-1:123456789012:storage-configuration/BBBBBBBBBBBB"
+
+    struct Harness {
+        let manager: CompositionManager<InMemoryCompositionStore>
+        let clock: ManualMediaClock
+        let events: InMemoryEventPublisher
+        let launcher: FakePipelineLauncher
+        let store: InMemoryCompositionStore
+        var eventNames: [String] { events.events.map(\.detail.eventName) }
+    }
+
+    func makeHarness(idle: Double = 60) async throws -> Harness {
+        let configuration = ServerConfiguration(
+            stages: [.init(id: "twoPeople", source: Self.fixtures.appendingPathComponent("two-people").path)],
+            buckets: ["rec-bucket": FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path],
+            lifecycle: .init(idleTimeoutSeconds: idle))
+        let store = InMemoryCompositionStore()
+        try await store.putEncoderConfiguration(CreateEncoderConfigurationRequest().makeEncoderConfiguration(arn: IVSARN(parsing: encoderArn)!))
+        try await store.putStorageConfiguration(CreateStorageConfigurationRequest(s3: .init(bucketName: "rec-bucket"))
+            .makeStorageConfiguration(arn: IVSARN(parsing: storageArn)!))
+        let clock = ManualMediaClock()
+        let events = InMemoryEventPublisher()
+        let launcher = FakePipelineLauncher()
+        let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
+                                         clock: clock, wallClock: { Date(timeIntervalSince1970: 1_800_000_000) },
+                                         metrics: nil, logger: Logger(label: "test"))
+        return Harness(manager: manager, clock: clock, events: events, launcher: launcher, store: store)
+    }
+
+    func startRequest(token: String? = nil) -> StartCompositionRequest {
+        StartCompositionRequest(stageArn: stageArn, idempotencyToken: token,
+                                destinations: [DestinationConfiguration(s3: S3DestinationConfiguration(
+                                    storageConfigurationArn: storageArn, encoderConfigurationArns: [encoderArn]))])
+    }
+
+    /// Start → media → ACTIVE; nobody publishes for 60 s → graceful stop → STOPPED; gone 5 min later.
+    func testIdleTimeoutStopsAndRetentionHides() async throws {
+        let h = try await makeHarness()
+        let started = try await h.manager.start(startRequest())
+        XCTAssertEqual(started.state, .starting)
+        XCTAssertEqual(h.launcher.jobs.count, 1)
+        let destination = started.destinations[0].id
+        XCTAssertEqual(started.destinations[0].detail?.s3?.recordingPrefix,
+                       "twoPeople/\(started.arn.split(separator: "/").last!)/\(destination)/composite")
+
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        await h.manager.handle(.session(.sinkActive("s3 destination \(destination)")), for: started.arn)
+        var now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .active)
+        XCTAssertEqual(now.destinations[0].state, .active)
+
+        await h.manager.handle(.session(.publishersChanged(0, at: .seconds(6))), for: started.arn)
+        h.clock.advance(by: .seconds(59))
+        await h.manager.tick()
+        now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .active, "59 s idle is not yet the timeout")
+        XCTAssertFalse(h.launcher.handles[0].stopped.load(ordering: .relaxed))
+
+        h.clock.advance(by: .seconds(1))
+        await h.manager.tick()
+        now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .stopping)
+        XCTAssertTrue(h.launcher.handles[0].stopped.load(ordering: .relaxed), "the pipeline was asked to stop")
+
+        await h.manager.handle(.finished(failure: nil), for: started.arn)
+        now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .stopped)
+        XCTAssertEqual(now.destinations[0].state, .stopped)
+        XCTAssertNotNil(now.endTime)
+        XCTAssertEqual(h.eventNames, ["Session Start", "Destination Start", "Destination End", "Session End"])
+        let persisted = try await h.store.composition(arn: started.arn)
+        XCTAssertEqual(persisted?.composition.state, .stopped)
+
+        h.clock.advance(by: .seconds(299))
+        await h.manager.tick()
+        _ = try await h.manager.composition(arn: started.arn)
+        h.clock.advance(by: .seconds(1))
+        await h.manager.tick()
+        do {
+            _ = try await h.manager.composition(arn: started.arn)
+            XCTFail("an ended composition disappears 5 minutes after it ended")
+        } catch {
+            XCTAssertEqual(error.code, .resourceNotFound)
+        }
+        let listed = await h.manager.compositions()
+        XCTAssertTrue(listed.isEmpty)
+    }
+
+    func testPublishersReturningCancelTheIdleTimer() async throws {
+        let h = try await makeHarness(idle: 2)
+        let started = try await h.manager.start(startRequest())
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        await h.manager.handle(.session(.publishersChanged(0, at: .zero)), for: started.arn)
+        h.clock.advance(by: .seconds(1))
+        await h.manager.handle(.session(.publishersChanged(1, at: .seconds(1))), for: started.arn)
+        h.clock.advance(by: .seconds(5))
+        await h.manager.tick()
+        let now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .active)
+    }
+
+    func testMaximumDurationStopsTheComposition() async throws {
+        let h = try await makeHarness()
+        let started = try await h.manager.start(startRequest())
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        h.clock.advance(by: .seconds(24 * 3600))
+        await h.manager.tick()
+        let now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .stopping)
+        XCTAssertTrue(h.launcher.handles[0].stopped.load(ordering: .relaxed))
+    }
+
+    func testPipelineFailureEndsFailedWithSessionFailure() async throws {
+        let h = try await makeHarness()
+        let started = try await h.manager.start(startRequest())
+        let destination = started.destinations[0].id
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        await h.manager.handle(.session(.sinkActive("s3 destination \(destination)")), for: started.arn)
+        await h.manager.handle(.finished(failure: "decoder exploded"), for: started.arn)
+        let now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .failed)
+        XCTAssertEqual(h.eventNames, ["Session Start", "Destination Start", "Destination End", "Session Failure"])
+        XCTAssertEqual(h.events.events.last?.detail.reason, "decoder exploded")
+        let persisted = try await h.store.composition(arn: started.arn)
+        XCTAssertEqual(persisted?.failureReason, "decoder exploded")
+    }
+
+    func testStopRequestedFlushesThenStops() async throws {
+        let h = try await makeHarness()
+        let started = try await h.manager.start(startRequest())
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        await h.manager.handle(.session(.sinkActive("s3 destination \(started.destinations[0].id)")), for: started.arn)
+        try await h.manager.stop(arn: started.arn)
+        var now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .stopping)
+        await h.manager.handle(.finished(failure: nil), for: started.arn)
+        now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .stopped)
+        // Stopping again is harmless.
+        try await h.manager.stop(arn: started.arn)
+    }
+
+    func testIdempotencyTokenReturnsTheSameComposition() async throws {
+        let h = try await makeHarness()
+        let first = try await h.manager.start(startRequest(token: "abc"))
+        let second = try await h.manager.start(startRequest(token: "abc"))
+        XCTAssertEqual(first.arn, second.arn)
+        XCTAssertEqual(h.launcher.jobs.count, 1)
+    }
+
+    func testConcurrentCompositionQuota() async throws {
+        let h = try await makeHarness()
+        for _ in 0..<5 { _ = try await h.manager.start(startRequest()) }
+        do {
+            _ = try await h.manager.start(startRequest())
+            XCTFail("the 6th concurrent composition is over quota")
+        } catch {
+            XCTAssertEqual(error.code, .serviceQuotaExceeded)
+        }
+    }
+
+    /// A composition persisted as ACTIVE (the daemon died): restore finalizes its recording
+    /// from the segments present and marks it FAILED with the restart reason.
+    func testRestoreFinalizesRunningCompositions() async throws {
+        let h = try await makeHarness()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let prefix = "twoPeople/CCCCCCCCCCCC/DDDDDDDDDDDD/composite"
+        let rendition = root.appendingPathComponent(prefix + "/media/hls/720p30-AAAAAAAAAAAA")
+        try FileManager.default.createDirectory(at: rendition, withIntermediateDirectories: true)
+        for n in 0..<2 { try Data("ts".utf8).write(to: rendition.appendingPathComponent("\(n).ts")) }
+        try Data("#EXTM3U\n#EXT-X-PLAYLIST-TYPE:EVENT\n#EXTINF:2.000,\n0.ts\n#EXTINF:1.500,\n1.ts\n".utf8)
+            .write(to: rendition.appendingPathComponent("playlist.m3u8"))
+        let arn = "arn:aws:ivs:us-east-1:123456789012:composition/CCCCCCCCCCCC"
+        try await h.store.putComposition(StoredComposition(
+            composition: Composition(arn: arn, stageArn: stageArn, state: .active, layout: .defaultGrid,
+                                     destinations: [Destination(id: "DDDDDDDDDDDD", state: .active,
+                                                                configuration: DestinationConfiguration(name: ""))],
+                                     tags: [:], startTime: APITimestamp(secondsSince1970: 1_799_999_000)),
+            recording: StoredRecording(destinationId: "DDDDDDDDDDDD", storageRoot: root.path, prefix: prefix,
+                                       renditionName: "720p30-AAAAAAAAAAAA", width: 1280, height: 720,
+                                       targetSegmentDurationSeconds: 2)))
+        try await h.manager.restore()
+        let restored = try await h.manager.composition(arn: arn)
+        XCTAssertEqual(restored.state, .failed)
+        XCTAssertEqual(restored.destinations[0].state, .stopped)
+        XCTAssertNotNil(restored.endTime)
+        let playlist = try String(contentsOf: rendition.appendingPathComponent("playlist.m3u8"), encoding: .utf8)
+        XCTAssertEqual(playlist, """
+            #EXTM3U
+            #EXT-X-VERSION:3
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-MEDIA-SEQUENCE:0
+            #EXT-X-PLAYLIST-TYPE:VOD
+            #EXT-X-INDEPENDENT-SEGMENTS
+            #EXTINF:2.000,
+            0.ts
+            #EXTINF:1.500,
+            1.ts
+            #EXT-X-ENDLIST
+
+            """)
+        let metadata = try String(contentsOf: root.appendingPathComponent(prefix + "/events/recording-failed.json"), encoding: .utf8)
+        XCTAssertTrue(metadata.contains("RECORDING_ENDED_WITH_FAILURE"), metadata)
+        XCTAssertTrue(metadata.contains("\"duration_ms\": 3500") || metadata.contains("\"duration_ms\":3500"), metadata)
+        XCTAssertEqual(h.eventNames, ["Destination End", "Session Failure"])
+        XCTAssertEqual(h.events.events.last?.detail.reason, "daemon restarted while the composition was running")
+        let persisted = try await h.store.composition(arn: arn)
+        XCTAssertEqual(persisted?.composition.state, .failed)
+        XCTAssertEqual(persisted?.failureReason, "daemon restarted while the composition was running")
+    }
+}

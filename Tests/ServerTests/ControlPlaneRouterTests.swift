@@ -1,0 +1,127 @@
+// The HTTP surface through Hummingbird's router test client: routing, error rendering,
+// tags in the path, health and metrics. In-memory store, fake pipelines.
+import APIModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Prometheus
+@testable import Server
+import XCTest
+
+final class ControlPlaneRouterTests: XCTestCase {
+    func makeApp(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) async throws -> some ApplicationProtocol {
+        let configuration = ServerConfiguration(
+            stages: [.init(id: "twoPeople", source: CompositionManagerTests.fixtures.appendingPathComponent("two-people").path)],
+            buckets: ["rec-bucket": FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path],
+            maxRequestBodyBytes: 4096)
+        return try await buildApplication(configuration: configuration, dependencies: ServerDependencies(
+            logger: Logger(label: "test"), events: InMemoryEventPublisher(), metricsRegistry: registry,
+            launcher: FakePipelineLauncher(), inMemoryStore: true))
+    }
+
+    static func json(_ buffer: ByteBuffer) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any])
+    }
+
+    func testEncoderConfigurationCRUDAndTags() async throws {
+        try await makeApp().test(.router) { client in
+            let arn = try await client.execute(uri: "/CreateEncoderConfiguration", method: .post,
+                                     body: ByteBuffer(string: #"{"name":"small","video":{"width":640,"height":360}}"#)) { response in
+                XCTAssertEqual(response.status, .ok)
+                let body = try Self.json(response.body)
+                let configuration = try XCTUnwrap(body["encoderConfiguration"] as? [String: Any])
+                let video = try XCTUnwrap(configuration["video"] as? [String: Any])
+                XCTAssertEqual(video["framerate"] as? Double, 30)
+                XCTAssertEqual(video["bitrate"] as? Int, 2_500_000)
+                return try XCTUnwrap(configuration["arn"] as? String)
+            }
+            XCTAssertTrue(arn.hasPrefix("arn:aws:ivs:us-east-1:123456789012:encoder-configuration/"))
+            try await client.execute(uri: APIOperation.tagsPath(for: arn), method: .post,
+                                     body: ByteBuffer(string: #"{"tags":{"team":"video"}}"#)) { response in
+                XCTAssertEqual(response.status, .ok)
+            }
+            try await client.execute(uri: APIOperation.tagsPath(for: arn), method: .get) { response in
+                XCTAssertEqual(try Self.json(response.body)["tags"] as? [String: String], ["team": "video"])
+            }
+            try await client.execute(uri: APIOperation.tagsPath(for: arn) + "?tagKeys=team", method: .delete) { response in
+                XCTAssertEqual(response.status, .ok)
+            }
+            try await client.execute(uri: APIOperation.tagsPath(for: arn), method: .get) { response in
+                XCTAssertEqual(try Self.json(response.body)["tags"] as? [String: String], [:])
+            }
+            try await client.execute(uri: "/ListEncoderConfigurations", method: .post, body: ByteBuffer(string: "")) { response in
+                XCTAssertEqual((try Self.json(response.body)["encoderConfigurations"] as? [Any])?.count, 1)
+            }
+            try await client.execute(uri: "/DeleteEncoderConfiguration", method: .post,
+                                     body: ByteBuffer(string: #"{"arn":"\#(arn)"}"#)) { response in
+                XCTAssertEqual(response.status, .ok)
+            }
+            try await client.execute(uri: "/GetEncoderConfiguration", method: .post,
+                                     body: ByteBuffer(string: #"{"arn":"\#(arn)"}"#)) { response in
+                XCTAssertEqual(response.status, .notFound)
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ResourceNotFoundException")
+            }
+        }
+    }
+
+    func testErrorsCarryTheModelTypeAndStatus() async throws {
+        try await makeApp().test(.router) { client in
+            try await client.execute(uri: "/CreateEncoderConfiguration", method: .post,
+                                     body: ByteBuffer(string: #"{"video":{"width":321}}"#)) { response in
+                XCTAssertEqual(response.status, .badRequest)
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ValidationException")
+                let message = try XCTUnwrap(try Self.json(response.body)["message"] as? String)
+                XCTAssertTrue(message.hasPrefix("video.width"), message)
+            }
+            try await client.execute(uri: "/StartComposition", method: .post, body: ByteBuffer(string: "not json")) { response in
+                XCTAssertEqual(response.status, .badRequest)
+            }
+            try await client.execute(uri: "/NoSuchOperation", method: .post, body: ByteBuffer(string: "{}")) { response in
+                XCTAssertEqual(response.status, .notFound)
+            }
+            try await client.execute(uri: "/CreateEncoderConfiguration", method: .post,
+                                     body: ByteBuffer(string: "{\"name\":\"" + String(repeating: "a", count: 5000) + "\"}")) { response in
+                XCTAssertEqual(response.status, .contentTooLarge)
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ValidationException")
+            }
+            try await client.execute(uri: "/CreateStorageConfiguration", method: .post,
+                                     body: ByteBuffer(string: #"{"s3":{"bucketName":"not-configured"}}"#)) { response in
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ValidationException")
+            }
+        }
+    }
+
+    func testStagesFromTheConfigurationAreListedAndProtected() async throws {
+        try await makeApp().test(.router) { client in
+            try await client.execute(uri: "/ListStages", method: .post, body: ByteBuffer(string: "{}")) { response in
+                let stages = try XCTUnwrap(try Self.json(response.body)["stages"] as? [[String: Any]])
+                XCTAssertEqual(stages.compactMap { $0["arn"] as? String }, ["arn:aws:ivs:us-east-1:123456789012:stage/twoPeople"])
+            }
+            try await client.execute(uri: "/DeleteStage", method: .post,
+                                     body: ByteBuffer(string: #"{"arn":"arn:aws:ivs:us-east-1:123456789012:stage/twoPeople"}"#)) { response in
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ConflictException")
+            }
+            try await client.execute(uri: "/CreateStage", method: .post,
+                                     body: ByteBuffer(string: #"{"name":"x","tags":{"stage-compositor:source":"/etc"}}"#)) { response in
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ValidationException")
+            }
+        }
+    }
+
+    func testHealthAndMetrics() async throws {
+        let registry = PrometheusCollectorRegistry()
+        try await makeApp(registry: registry).test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                XCTAssertEqual(response.status, .ok)
+                XCTAssertEqual(String(buffer: response.body), "ok\n")
+            }
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                XCTAssertTrue(text.contains("stage_compositor_frames_composed_total"), text)
+                XCTAssertTrue(text.contains("stage_compositor_compositions{state=\"ACTIVE\"}"), text)
+            }
+        }
+    }
+}

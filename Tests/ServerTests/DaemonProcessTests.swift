@@ -1,0 +1,53 @@
+// Runs the real daemon binary (`stage-compositor serve`) and drives it with the AWS CLI and
+// boto3 through scripts/daemon-tests/daemon_tests.py; each test starts and stops its own
+// daemon on a free loopback port. The script prints why a test failed, with the daemon log.
+import Foundation
+import XCTest
+
+final class DaemonProcessTests: XCTestCase {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The built executable next to the test bundle (or STAGE_COMPOSITOR_BIN).
+    static var binary: String? {
+        if let path = ProcessInfo.processInfo.environment["STAGE_COMPOSITOR_BIN"] { return path }
+        let candidates = [Bundle.main.bundleURL.appendingPathComponent("stage-compositor").path,
+                          packageRoot.appendingPathComponent(".build/debug/stage-compositor").path]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    func runScript(_ test: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        guard let binary = Self.binary else {
+            XCTFail("stage-compositor binary not found; run `swift build` first", file: file, line: line)
+            return
+        }
+        for tool in ["aws", "ffprobe", "ffmpeg", "python3"] {
+            let which = Process()
+            which.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            which.arguments = ["which", tool]
+            which.standardOutput = FileHandle.nullDevice
+            try which.run()
+            which.waitUntilExit()
+            XCTAssertEqual(which.terminationStatus, 0, "\(tool) is needed (make test-deps)", file: file, line: line)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.packageRoot.appendingPathComponent("scripts/daemon-tests/daemon_tests.py").path,
+                             binary, test]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, "daemon test \(test) failed:\n\(text)", file: file, line: line)
+    }
+
+    func testStartStopGridAndPipWithAWSCLI() throws { try runScript("cli_start_stop_grid_and_pip") }
+    func testAutoShutdownAfterIdleTimeout() throws { try runScript("auto_shutdown_after_idle_timeout") }
+    func testValidationErrorsQuotasAndConflictsThroughBoto3() throws { try runScript("validation_errors_and_quotas") }
+    func testKill9ThenRestartFinalizesTheRecording() throws { try runScript("kill9_restart_finalizes_recording") }
+    func testSIGTERMStopsCompositionsCleanly() throws { try runScript("sigterm_stops_compositions_cleanly") }
+    func testConfigCheck() throws { try runScript("config_check") }
+}

@@ -1,0 +1,563 @@
+#!/usr/bin/env python3
+"""Black-box tests of `stage-compositor serve`, driven with the AWS CLI and boto3.
+
+Each test starts the real daemon on a free loopback port with a temporary config and state
+directory, and stops it before returning. Run one test: `daemon_tests.py BINARY TEST_NAME`
+(`daemon_tests.py BINARY --list` lists them). Exit status 0 means the test passed.
+Invoked from Tests/ServerTests/DaemonProcessTests.swift under `swift test`.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REGION, ACCOUNT = "us-east-1", "123456789012"
+STAGE_ARN = f"arn:aws:ivs:{REGION}:{ACCOUNT}:stage/twoPeople"
+LONG_STAGE_ARN = f"arn:aws:ivs:{REGION}:{ACCOUNT}:stage/fourGrid"
+CHANNEL_ARN = f"arn:aws:ivs:{REGION}:{ACCOUNT}:channel/chanAAAAAAAA"
+# The seed's layouts (User Guide, "Server-Side Composition", CLI examples).
+GRID_LAYOUT = {"grid": {"featuredParticipantAttribute": "isFeatured", "videoFillMode": "COVER", "gridGap": 0}}
+PIP_LAYOUT = {"pip": {"pipParticipantAttribute": "isPip", "pipOffset": 10, "pipPosition": "TOP_RIGHT"}}
+ENV = dict(os.environ, AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="secret", AWS_DEFAULT_REGION=REGION,
+           AWS_PAGER="", AWS_EC2_METADATA_DISABLED="true")
+for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+    ENV.pop(key, None)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, binary, workdir, idle=2.0, quotas=None, retention=300.0):
+        self.binary, self.workdir = binary, workdir
+        self.port = free_port()
+        self.config_path = os.path.join(workdir, "config.json")
+        self.stderr_path = os.path.join(workdir, "serve.err")
+        config = {
+            "region": REGION, "account": ACCOUNT, "listen": {"host": "127.0.0.1", "port": self.port},
+            "stateDirectory": "state",
+            "stageSourceRoots": [os.path.join(REPO, "fixtures")],
+            "stages": [{"id": "twoPeople", "name": "two", "source": os.path.join(REPO, "fixtures/two-people")},
+                       {"id": "fourGrid", "name": "four", "source": os.path.join(REPO, "fixtures/four-grid")}],
+            "channels": [{"arn": CHANNEL_ARN, "ingestEndpoint": "rtmp://127.0.0.1:1/app/", "streamKey": "sk_test"}],
+            "buckets": {"rec-bucket": "recordings"},
+            "quotas": quotas or {},
+            "lifecycle": {"idleTimeoutSeconds": idle, "retentionSeconds": retention, "shutdownGraceSeconds": 20},
+            "events": {"stdout": False},
+            "encoderPreset": "ultrafast",
+            "logLevel": "info",
+        }
+        with open(self.config_path, "w") as f:
+            json.dump(config, f, indent=2)
+        self.process = None
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def events_path(self):
+        return os.path.join(self.workdir, "state", "events.jsonl")
+
+    @property
+    def recordings(self):
+        return os.path.join(self.workdir, "recordings")
+
+    def start(self):
+        self.stderr = open(self.stderr_path, "a")
+        self.process = subprocess.Popen([self.binary, "serve", "--config", self.config_path],
+                                        stdout=subprocess.DEVNULL, stderr=self.stderr)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            check(self.process.poll() is None, f"daemon exited early:\n{self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise Failure("daemon did not start listening")
+
+    def stop(self, sig=signal.SIGTERM, timeout=40):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                raise Failure(f"daemon did not exit within {timeout}s after {sig}")
+        return self.process.returncode if self.process else None
+
+    def log(self):
+        try:
+            with open(self.stderr_path) as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def events(self):
+        if not os.path.exists(self.events_path):
+            return []
+        with open(self.events_path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def cli(self, *args, expect_error=None):
+        """Runs `aws ivs-realtime ARGS`; returns parsed JSON, or the error text when expect_error is given."""
+        cmd = ["aws", "ivs-realtime", *args, "--endpoint-url", self.endpoint, "--region", REGION, "--output", "json"]
+        result = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
+        if expect_error:
+            check(result.returncode != 0, f"{args[0]} should fail with {expect_error}, got {result.stdout}")
+            check(f"({expect_error})" in result.stderr, f"{args[0]}: expected {expect_error}, got: {result.stderr}")
+            return result.stderr
+        check(result.returncode == 0, f"aws {' '.join(args)} failed: {result.stderr}\n{self.log()}")
+        return json.loads(result.stdout) if result.stdout.strip() else {}
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+        return boto3.client("ivs-realtime", endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret",
+                            config=Config(retries={"max_attempts": 1}, parameter_validation=False))
+
+
+def setup_configurations(d, width=320, height=180, framerate=15):
+    enc = d.cli("create-encoder-configuration", "--name", "small",
+                "--video", f"width={width},height={height},framerate={framerate},bitrate=300000")["encoderConfiguration"]
+    sto = d.cli("create-storage-configuration", "--name", "local", "--s3", "bucketName=rec-bucket")["storageConfiguration"]
+    return enc["arn"], sto["arn"]
+
+
+def s3_destinations(enc, sto):
+    return json.dumps([{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}])
+
+
+def wait_state(d, arn, states, timeout=30, use_list=False):
+    deadline = time.time() + timeout
+    state = None
+    while time.time() < deadline:
+        if use_list:
+            listed = d.cli("list-compositions", "--filter-by-stage-arn", STAGE_ARN)["compositions"]
+            matching = [c for c in listed if c["arn"] == arn]
+            state = matching[0]["state"] if matching else None
+        else:
+            state = d.cli("get-composition", "--arn", arn)["composition"]["state"]
+        if state in states:
+            return state
+        time.sleep(0.3)
+    raise Failure(f"{arn} did not reach {states} within {timeout}s (last {state})\n{d.log()}")
+
+
+def check_events(d, arn, stage_arn, names):
+    events = [e for e in d.events() if e["resources"] == [arn]]
+    got = [e["detail"]["event_name"] for e in events]
+    check(got == names, f"events for {arn}: expected {names}, got {got}")
+    destination_ids = {dest["id"] for dest in d.cli("get-composition", "--arn", arn)["composition"]["destinations"]} \
+        if names else set()
+    for e in events:
+        check(e["version"] == "0" and e["detail-type"] == "IVS Composition State Change" and e["source"] == "aws.ivs",
+              f"envelope fields: {e}")
+        check(e["account"] == ACCOUNT and e["region"] == REGION, f"account/region: {e}")
+        check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", e["time"]), f"time format: {e['time']}")
+        check(re.fullmatch(r"[0-9a-f-]{36}", e["id"]), f"event id: {e['id']}")
+        check(e["detail"]["stage_arn"] == stage_arn, f"stage_arn: {e}")
+        if e["detail"]["event_name"].startswith("Destination"):
+            check(e["detail"].get("id") in destination_ids, f"destination id: {e}")
+        else:
+            check("id" not in e["detail"], f"session events carry no destination id: {e}")
+    return events
+
+
+def recording_dir(d, composition):
+    prefix = composition["destinations"][0]["detail"]["s3"]["recordingPrefix"]
+    return os.path.join(d.recordings, prefix)
+
+
+def check_recording(d, composition, status_file="recording-ended.json", min_seconds=0.5):
+    root = recording_dir(d, composition)
+    events_dir = os.path.join(root, "events")
+    check(os.path.exists(os.path.join(events_dir, "recording-started.json")), f"no recording-started.json in {events_dir}")
+    metadata_path = os.path.join(events_dir, status_file)
+    check(os.path.exists(metadata_path), f"no {status_file} in {events_dir}: {os.listdir(events_dir)}")
+    with open(metadata_path) as f:
+        metadata = json.load(f)
+    check(metadata["stage_arn"] == composition["stageArn"], f"metadata stage_arn: {metadata}")
+    hls = os.path.join(root, "media", "hls")
+    renditions = [r for r in os.listdir(hls) if os.path.isdir(os.path.join(hls, r))]
+    check(len(renditions) == 1, f"renditions: {renditions}")
+    playlist = os.path.join(hls, renditions[0], "playlist.m3u8")
+    with open(playlist) as f:
+        text = f.read()
+    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.rstrip().endswith("#EXT-X-ENDLIST"), f"playlist not final:\n{text}")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_type,width,height",
+                            "-of", "json", os.path.join(hls, "multivariant.m3u8")], capture_output=True, text=True, timeout=60)
+    check(probe.returncode == 0, f"ffprobe failed: {probe.stderr}")
+    info = json.loads(probe.stdout)
+    duration = float(info["format"]["duration"])
+    check(duration >= min_seconds, f"recording too short: {duration}s")
+    video = [s for s in info["streams"] if s.get("codec_type") == "video"]
+    audio = [s for s in info["streams"] if s.get("codec_type") == "audio"]
+    check(video and video[0]["width"] == 320 and video[0]["height"] == 180 and audio, f"streams: {info['streams']}")
+    # Decode it all: every segment must be readable.
+    decode = subprocess.run(["ffmpeg", "-v", "error", "-i", playlist, "-f", "null", "-"], capture_output=True, text=True, timeout=120)
+    check(decode.returncode == 0 and not decode.stderr.strip(), f"decode errors: {decode.stderr[:2000]}")
+    return text, metadata, duration
+
+
+# --------------------------------------------------------------------------------------------
+
+def test_cli_start_stop_grid_and_pip(d):
+    """Create configurations, start grid and PiP compositions, watch them go ACTIVE, stop them."""
+    d.start()
+    enc, sto = setup_configurations(d)
+    arns = []
+    for layout in (GRID_LAYOUT, PIP_LAYOUT):
+        started = d.cli("start-composition", "--stage-arn", STAGE_ARN, "--destinations", s3_destinations(enc, sto),
+                        "--layout", json.dumps(layout))["composition"]
+        check(started["state"] in ("STARTING", "ACTIVE"), f"new composition state: {started['state']}")
+        check(started["layout"] == layout, f"layout echoed: {started['layout']}")
+        check(re.fullmatch(rf"arn:aws:ivs:{REGION}:{ACCOUNT}:composition/[a-zA-Z0-9]{{12}}", started["arn"]), started["arn"])
+        arns.append(started["arn"])
+    wait_state(d, arns[0], {"ACTIVE"})
+    wait_state(d, arns[1], {"ACTIVE"}, use_list=True)
+    active = d.cli("get-composition", "--arn", arns[0])["composition"]
+    check(active["destinations"][0]["state"] == "ACTIVE" and "startTime" in active["destinations"][0], f"destination: {active}")
+    time.sleep(1.5)
+    for arn in arns:
+        d.cli("stop-composition", "--arn", arn)
+    for arn in arns:
+        wait_state(d, arn, {"STOPPED"})
+        composition = d.cli("get-composition", "--arn", arn)["composition"]
+        check("endTime" in composition and composition["destinations"][0]["state"] == "STOPPED", f"ended: {composition}")
+        check_events(d, arn, STAGE_ARN, ["Session Start", "Destination Start", "Destination End", "Session End"])
+        check_recording(d, composition)
+    listed = d.cli("list-compositions", "--filter-by-encoder-configuration-arn", enc)["compositions"]
+    check(sorted(c["arn"] for c in listed) == sorted(arns), f"filterByEncoderConfigurationArn: {listed}")
+    check(d.stop() == 0, "exit status after SIGTERM")
+
+
+def test_auto_shutdown_after_idle_timeout(d):
+    """two-people is 6 s long; after that nobody publishes, and the 2 s idle timeout ends it."""
+    d.start()
+    enc, sto = setup_configurations(d)
+    started = time.time()
+    arn = d.cli("start-composition", "--stage-arn", STAGE_ARN, "--destinations", s3_destinations(enc, sto))["composition"]["arn"]
+    wait_state(d, arn, {"ACTIVE"})
+    wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=40)
+    elapsed = time.time() - started
+    composition = d.cli("get-composition", "--arn", arn)["composition"]
+    check(composition["state"] == "STOPPED", f"auto-shutdown ends STOPPED, got {composition['state']}")
+    check(elapsed >= 7.5, f"stopped too early ({elapsed:.1f}s): the stage lasts 6 s plus a 2 s idle timeout")
+    check_events(d, arn, STAGE_ARN, ["Session Start", "Destination Start", "Destination End", "Session End"])
+    _, metadata, duration = check_recording(d, composition, min_seconds=7.0)
+    check(metadata["recording_status"] == "RECORDING_ENDED", f"metadata: {metadata}")
+    check(d.stop() == 0, "exit status after SIGTERM")
+
+
+def test_sigterm_stops_compositions_cleanly(d):
+    d.start()
+    enc, sto = setup_configurations(d)
+    arn = d.cli("start-composition", "--stage-arn", LONG_STAGE_ARN, "--destinations", s3_destinations(enc, sto))["composition"]["arn"]
+    wait_state(d, arn, {"ACTIVE"})
+    time.sleep(1)
+    composition = d.cli("get-composition", "--arn", arn)["composition"]
+    code = d.stop(signal.SIGTERM)
+    check(code == 0, f"exit status {code} after SIGTERM\n{d.log()}")
+    events = [e["detail"]["event_name"] for e in d.events() if e["resources"] == [arn]]
+    check(events == ["Session Start", "Destination Start", "Destination End", "Session End"], f"events: {events}")
+    check_recording(d, composition)
+    # The state survives: after a restart the composition is STOPPED (not re-finalized as FAILED).
+    d.start()
+    check(d.cli("get-composition", "--arn", arn)["composition"]["state"] == "STOPPED", "state after restart")
+    check(d.stop() == 0, "second exit status")
+
+
+def test_kill9_restart_finalizes_recording(d):
+    d.idle = 60
+    d.start()
+    enc, sto = setup_configurations(d)
+    stage = d.cli("create-stage", "--name", "created", "--tags",
+                  f"stage-compositor:source={os.path.join(REPO, 'fixtures/four-grid')}")["stage"]
+    arn = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", s3_destinations(enc, sto),
+                "--tags", "team=video")["composition"]["arn"]
+    wait_state(d, arn, {"ACTIVE"})
+    composition = d.cli("get-composition", "--arn", arn)["composition"]
+    rendition_root = os.path.join(recording_dir(d, composition), "media", "hls")
+    deadline = time.time() + 30
+    segments = []
+    while time.time() < deadline:
+        segments = [f for r, _, files in os.walk(rendition_root) for f in files if f.endswith(".ts")]
+        if len(segments) >= 3:
+            break
+        time.sleep(0.2)
+    check(len(segments) >= 3, f"segments before kill: {segments}")
+    d.process.kill()  # SIGKILL: no chance to clean up
+    d.process.wait()
+    before = sorted(f for r, _, files in os.walk(rendition_root) for f in files if f.endswith(".ts"))
+    events_dir = os.path.join(recording_dir(d, composition), "events")
+    check(not os.path.exists(os.path.join(events_dir, "recording-failed.json"))
+          and not os.path.exists(os.path.join(events_dir, "recording-ended.json")), "no final metadata before the restart")
+    playlists = [os.path.join(r, f) for r, _, files in os.walk(rendition_root) for f in files if f == "playlist.m3u8"]
+    with open(playlists[0]) as f:
+        check("#EXT-X-PLAYLIST-TYPE:EVENT" in f.read(), "the playlist is still EVENT before the restart")
+    d.start()
+    after = d.cli("get-composition", "--arn", arn)["composition"]
+    check(after["state"] == "FAILED" and "endTime" in after, f"after restart: {after}")
+    check(after["tags"] == {"team": "video"}, f"tags survive: {after['tags']}")
+    check(after["destinations"][0]["state"] == "STOPPED", f"destination: {after['destinations']}")
+    playlist_text, metadata, _ = check_recording(d, after, status_file="recording-failed.json", min_seconds=2.0)
+    listed = re.findall(r"^(\d+\.ts)$", playlist_text, re.M)
+    check(sorted(listed) == before, f"every segment written before the kill is in the playlist: {listed} vs {before}")
+    check(metadata["recording_status"] == "RECORDING_ENDED_WITH_FAILURE", f"metadata: {metadata}")
+    events = [e for e in d.events() if e["resources"] == [arn]]
+    names = [e["detail"]["event_name"] for e in events]
+    check(names == ["Session Start", "Destination Start", "Destination End", "Session Failure"], f"events: {names}")
+    check("daemon restarted" in events[-1]["detail"]["reason"], f"reason: {events[-1]}")
+    # Configurations and the created stage survive too.
+    d.cli("get-encoder-configuration", "--arn", enc)
+    d.cli("get-storage-configuration", "--arn", sto)
+    check(d.cli("get-stage", "--arn", stage["arn"])["stage"]["name"] == "created", "stage survives")
+    check(d.stop() == 0, "exit status")
+
+
+def test_validation_errors_and_quotas(d):
+    """Every SPEC §1 validation rule, unknown ARNs, quotas, conflicts, idempotency, body limit."""
+    d.start()
+    import botocore.exceptions
+    c = d.client()
+    enc = c.create_encoder_configuration(name="small", video={"width": 320, "height": 180, "framerate": 5, "bitrate": 200000})["encoderConfiguration"]["arn"]
+    sto = c.create_storage_configuration(name="local", s3={"bucketName": "rec-bucket"})["storageConfiguration"]["arn"]
+    s3 = {"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}
+    unknown_enc = f"arn:aws:ivs:{REGION}:{ACCOUNT}:encoder-configuration/AAAAAAAAAAAA"
+    unknown_sto = f"arn:aws:ivs:{REGION}:{ACCOUNT}:storage-configuration/AAAAAAAAAAAA"
+    unknown_comp = f"arn:aws:ivs:{REGION}:{ACCOUNT}:composition/AAAAAAAAAAAA"
+    unknown_stage = f"arn:aws:ivs:{REGION}:{ACCOUNT}:stage/AAAAAAAAAAAA"
+
+    def start(**kw):
+        args = {"stageArn": STAGE_ARN, "destinations": [s3]}
+        args.update(kw)
+        return lambda: c.start_composition(**args)
+
+    def video(**kw):
+        return lambda: c.create_encoder_configuration(video=kw)
+
+    def seg(n):
+        return [{"s3": {**s3["s3"], "recordingConfiguration": {"hlsConfiguration": {"targetSegmentDurationSeconds": n}}}}]
+
+    def thumb(n):
+        return [{"s3": {**s3["s3"], "thumbnailConfigurations": [{"targetIntervalSeconds": n}]}}]
+
+    cases = [
+        ("stage ARN pattern", start(stageArn="arn:aws:ivs:us-east-1:123:stage/bad/../x"), "ValidationException"),
+        ("stage ARN of another type", start(stageArn=unknown_enc), "ValidationException"),
+        ("unknown stage", start(stageArn=unknown_stage), "ResourceNotFoundException"),
+        ("stage of another account", start(stageArn="arn:aws:ivs:us-east-1:999999999999:stage/twoPeople"), "ResourceNotFoundException"),
+        ("no destinations", start(destinations=[]), "ValidationException"),
+        ("three destinations", start(destinations=[s3, s3, s3]), "ValidationException"),
+        ("two s3 destinations", start(destinations=[s3, s3]), "ValidationException"),
+        ("two channel destinations", start(destinations=[{"channel": {"channelArn": CHANNEL_ARN}}] * 2), "ValidationException"),
+        ("destination with neither", start(destinations=[{"name": "x"}]), "ValidationException"),
+        ("destination with both", start(destinations=[{"channel": {"channelArn": CHANNEL_ARN}, **s3}]), "ValidationException"),
+        ("zero encoder ARNs", start(destinations=[{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": []}}]), "ValidationException"),
+        ("two encoder ARNs", start(destinations=[{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc, enc]}}]), "ValidationException"),
+        ("encoder ARN pattern", start(destinations=[{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": ["nope"]}}]), "ValidationException"),
+        ("storage ARN pattern", start(destinations=[{"s3": {"storageConfigurationArn": "arn:aws:s3:::bucket", "encoderConfigurationArns": [enc]}}]), "ValidationException"),
+        ("channel ARN pattern", start(destinations=[{"channel": {"channelArn": "channel/x"}}]), "ValidationException"),
+        ("unknown encoder", start(destinations=[{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [unknown_enc]}}]), "ResourceNotFoundException"),
+        ("unknown storage", start(destinations=[{"s3": {"storageConfigurationArn": unknown_sto, "encoderConfigurationArns": [enc]}}]), "ResourceNotFoundException"),
+        ("unknown channel", start(destinations=[{"channel": {"channelArn": f"arn:aws:ivs:{REGION}:{ACCOUNT}:channel/zzzzzzzzzzzz"}}]), "ResourceNotFoundException"),
+        ("segment duration 1", start(destinations=seg(1)), "ValidationException"),
+        ("segment duration 11", start(destinations=seg(11)), "ValidationException"),
+        ("thumbnail interval 0", start(destinations=thumb(0)), "ValidationException"),
+        ("thumbnail interval 86401", start(destinations=thumb(86401)), "ValidationException"),
+        ("idempotency token too long", start(idempotencyToken="a" * 65), "ValidationException"),
+        ("idempotency token pattern", start(idempotencyToken="bad token!"), "ValidationException"),
+        ("51 tags", start(tags={f"k{i}": "v" for i in range(51)}), "ValidationException"),
+        ("destination name pattern", start(destinations=[{"name": "bad name!", **s3}]), "ValidationException"),
+        ("grid and pip", start(layout={"grid": {}, "pip": {}}), "ValidationException"),
+        ("negative gridGap", start(layout={"grid": {"gridGap": -1}}), "ValidationException"),
+        ("width 1", video(width=1), "ValidationException"),
+        ("width 1922", video(width=1922), "ValidationException"),
+        ("odd width", video(width=321), "ValidationException"),
+        ("odd height", video(height=181), "ValidationException"),
+        ("too many pixels", video(width=1920, height=1920), "ValidationException"),
+        ("framerate 0.5", video(framerate=0.5), "ValidationException"),
+        ("framerate 61", video(framerate=61), "ValidationException"),
+        ("bitrate 0", video(bitrate=0), "ValidationException"),
+        ("bitrate 8500001", video(bitrate=8500001), "ValidationException"),
+        ("encoder name pattern", lambda: c.create_encoder_configuration(name="bad name"), "ValidationException"),
+        ("bucket name pattern", lambda: c.create_storage_configuration(s3={"bucketName": "Bad_Bucket"}), "ValidationException"),
+        ("unconfigured bucket", lambda: c.create_storage_configuration(s3={"bucketName": "other-bucket"}), "ValidationException"),
+        ("get unknown composition", lambda: c.get_composition(arn=unknown_comp), "ResourceNotFoundException"),
+        ("stop unknown composition", lambda: c.stop_composition(arn=unknown_comp), "ResourceNotFoundException"),
+        ("get composition bad ARN", lambda: c.get_composition(arn="arn:aws:ivs:us-east-1:123:composition/"), "ValidationException"),
+        ("get unknown encoder", lambda: c.get_encoder_configuration(arn=unknown_enc), "ResourceNotFoundException"),
+        ("delete unknown encoder", lambda: c.delete_encoder_configuration(arn=unknown_enc), "ResourceNotFoundException"),
+        ("get unknown storage", lambda: c.get_storage_configuration(arn=unknown_sto), "ResourceNotFoundException"),
+        ("delete unknown storage", lambda: c.delete_storage_configuration(arn=unknown_sto), "ResourceNotFoundException"),
+        ("get unknown stage", lambda: c.get_stage(arn=unknown_stage), "ResourceNotFoundException"),
+        ("delete configured stage", lambda: c.delete_stage(arn=STAGE_ARN), "ConflictException"),
+        ("stage source outside roots", lambda: c.create_stage(tags={"stage-compositor:source": "/etc"}), "ValidationException"),
+        ("stage source traversal", lambda: c.create_stage(tags={"stage-compositor:source": os.path.join(REPO, "fixtures/../Sources")}), "ValidationException"),
+        ("list maxResults 0", lambda: c.list_compositions(maxResults=0), "ValidationException"),
+        ("list maxResults 101", lambda: c.list_encoder_configurations(maxResults=101), "ValidationException"),
+        ("bad nextToken", lambda: c.list_compositions(nextToken="bm90LWEtdG9rZW4="), "ValidationException"),
+        ("tag unknown resource", lambda: c.tag_resource(resourceArn=unknown_enc, tags={"a": "b"}), "ResourceNotFoundException"),
+        ("list tags bad ARN", lambda: c.list_tags_for_resource(resourceArn="arn:aws:s3:::x"), "ValidationException"),
+    ]
+    failures = []
+    for name, call, expected in cases:
+        try:
+            call()
+            failures.append(f"{name}: no error (expected {expected})")
+        except botocore.exceptions.ClientError as error:
+            code = error.response["Error"]["Code"]
+            if code != expected:
+                failures.append(f"{name}: {code} (expected {expected}): {error.response['Error'].get('Message')}")
+        except botocore.exceptions.ParamValidationError as error:
+            failures.append(f"{name}: rejected client-side by botocore ({error}); the case needs another value")
+    check(not failures, "validation table:\n  " + "\n  ".join(failures))
+    print(f"validation table: {len(cases)} cases OK")
+
+    # Idempotency: the same token gives the same composition back.
+    first = c.start_composition(stageArn=STAGE_ARN, destinations=[s3], idempotencyToken="token-1")["composition"]
+    again = c.start_composition(stageArn=STAGE_ARN, destinations=[s3], idempotencyToken="token-1")["composition"]
+    check(first["arn"] == again["arn"], "idempotencyToken returns the same composition")
+    # Channel destinations: the channel output is not built yet, so that destination fails with a reason while
+    # the s3 one runs; the channel stays reserved by this composition (ConflictException for another one).
+    with_channel = c.start_composition(stageArn=STAGE_ARN, destinations=[s3, {"channel": {"channelArn": CHANNEL_ARN}}])["composition"]
+    try:
+        c.start_composition(stageArn=STAGE_ARN, destinations=[{"channel": {"channelArn": CHANNEL_ARN}}])
+        raise Failure("a channel used by an active composition must give ConflictException")
+    except botocore.exceptions.ClientError as error:
+        check(error.response["Error"]["Code"] == "ConflictException", f"channel conflict: {error.response['Error']}")
+    # Deleting an encoder configuration in use: ConflictException.
+    try:
+        c.delete_encoder_configuration(arn=enc)
+        raise Failure("deleting an encoder configuration in use must fail")
+    except botocore.exceptions.ClientError as error:
+        check(error.response["Error"]["Code"] == "ConflictException", f"delete in use: {error.response['Error']}")
+    # Concurrent compositions: 5 allowed, the 6th is over quota.
+    running = [first["arn"], with_channel["arn"]]
+    for _ in range(3):
+        running.append(c.start_composition(stageArn=STAGE_ARN, destinations=[s3])["composition"]["arn"])
+    try:
+        c.start_composition(stageArn=STAGE_ARN, destinations=[s3])
+        raise Failure("a 6th concurrent composition must give ServiceQuotaExceededException")
+    except botocore.exceptions.ClientError as error:
+        check(error.response["Error"]["Code"] == "ServiceQuotaExceededException", f"6th: {error.response['Error']}")
+        check(error.response["ResponseMetadata"]["HTTPStatusCode"] == 402, "quota status 402")
+    # Pagination over the five.
+    page1 = c.list_compositions(maxResults=2)
+    page2 = c.list_compositions(maxResults=2, nextToken=page1["nextToken"])
+    page3 = c.list_compositions(maxResults=2, nextToken=page2["nextToken"])
+    seen = [x["arn"] for p in (page1, page2, page3) for x in p["compositions"]]
+    check(sorted(seen) == sorted(running) and "nextToken" not in page3, f"pagination: {seen}")
+    channel_dest = [x for x in c.get_composition(arn=with_channel["arn"])["composition"]["destinations"] if "channel" in x["configuration"]]
+    check(channel_dest[0]["state"] == "FAILED", f"channel destination: {channel_dest}")
+    failure_events = [e for e in d.events() if e["resources"] == [with_channel["arn"]] and e["detail"]["event_name"] == "Destination Failure"]
+    check(failure_events and "not available" in failure_events[0]["detail"]["reason"], f"failure reason: {failure_events}")
+    for arn in running:
+        c.stop_composition(arn=arn)
+    # Encoder configuration quota (20) and storage configuration quota (5).
+    for _ in range(19):
+        c.create_encoder_configuration()
+    try:
+        c.create_encoder_configuration()
+        raise Failure("21st encoder configuration must fail")
+    except botocore.exceptions.ClientError as error:
+        check(error.response["Error"]["Code"] == "ServiceQuotaExceededException", f"encoder quota: {error.response['Error']}")
+    for _ in range(4):
+        c.create_storage_configuration(s3={"bucketName": "rec-bucket"})
+    try:
+        c.create_storage_configuration(s3={"bucketName": "rec-bucket"})
+        raise Failure("6th storage configuration must fail")
+    except botocore.exceptions.ClientError as error:
+        check(error.response["Error"]["Code"] == "ServiceQuotaExceededException", f"storage quota: {error.response['Error']}")
+    # Request body limit.
+    import urllib.request, urllib.error
+    request = urllib.request.Request(d.endpoint + "/CreateEncoderConfiguration", data=b"{" + b" " * (2 << 20) + b"}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=30)
+        raise Failure("a 2 MiB body must be rejected")
+    except urllib.error.HTTPError as error:
+        check(error.code == 413 and error.headers["x-amzn-ErrorType"] == "ValidationException", f"body limit: {error.code} {error.headers}")
+    # The CLI prints the modeled error.
+    d.cli("get-composition", "--arn", unknown_comp, expect_error="ResourceNotFoundException")
+    for arn in running:
+        wait_state(d, arn, {"STOPPED", "FAILED"})
+    check(d.stop() == 0, "exit status")
+
+
+def test_config_check(d):
+    good = subprocess.run([d.binary, "config", "check", d.config_path], capture_output=True, text=True)
+    check(good.returncode == 0 and "OK" in good.stdout, f"good config: {good.stdout} {good.stderr}")
+    bad_path = os.path.join(d.workdir, "bad.json")
+    with open(bad_path, "w") as f:
+        json.dump({"region": "US East", "account": "12ab", "stateDirectory": "s", "listen": {"host": "127.0.0.1", "port": 70000},
+                   "stages": [{"id": "x", "source": "/nonexistent"}], "buckets": {"Bad_Name": "x"},
+                   "channels": [{"arn": "nope", "ingestEndpoint": "http://x", "streamKey": ""}]}, f)
+    bad = subprocess.run([d.binary, "config", "check", bad_path], capture_output=True, text=True)
+    check(bad.returncode == 1, f"bad config exit status {bad.returncode}")
+    for needle in ("region/account", "listen.port", "stages[0]", "buckets.Bad_Name", "channels[0].arn",
+                   "channels[0].ingestEndpoint", "channels[0].streamKey"):
+        check(needle in bad.stderr, f"config check should name {needle}:\n{bad.stderr}")
+    missing = os.path.join(d.workdir, "missing.json")
+    with open(missing, "w") as f:
+        f.write('{"region": "us-east-1"}')
+    result = subprocess.run([d.binary, "config", "check", missing], capture_output=True, text=True)
+    check(result.returncode == 1 and "account: is required" in result.stderr, f"missing key: {result.stderr}")
+
+
+TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    binary, name = sys.argv[1], sys.argv[2]
+    if name == "--list":
+        print("\n".join(TESTS))
+        return 0
+    workdir = tempfile.mkdtemp(prefix=f"daemon-{name}-")
+    daemon = Daemon(binary, workdir)
+    try:
+        if name == "kill9_restart_finalizes_recording":
+            daemon = Daemon(binary, workdir, idle=60)
+        TESTS[name](daemon)
+        print(f"PASS {name}")
+        return 0
+    except Failure as failure:
+        print(f"FAIL {name}: {failure}")
+        print("--- daemon log ---\n" + daemon.log())
+        return 1
+    finally:
+        if daemon.process and daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
+        if os.environ.get("KEEP_DAEMON_TEST_DIRS") != "1":
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
