@@ -202,3 +202,14 @@ private func rotatePlane(_ src: UnsafeMutablePointer<UInt8>, _ srcStride: Int, _
         for y in 0..<h { (dst + y * dstStride).update(from: src + y * srcStride, count: w) }
     }
 }
+
+extension Frame {
+    /// A new YUV420P picture with its own buffers (canvases, test pictures).
+    public convenience init(yuv420Width width: Int, height: Int) throws(FFmpegError) {
+        self.init()
+        pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        pointer.pointee.width = Int32(width)
+        pointer.pointee.height = Int32(height)
+        try check(av_frame_get_buffer(pointer, 0), "allocate \(width)x\(height) picture")
+    }
+}
