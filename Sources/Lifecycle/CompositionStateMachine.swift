@@ -354,6 +354,13 @@ public struct CompositionStateMachine: Sendable {
         switch (state, destinations[index].phase) {
         case (.starting, _):
             return [.rejected("destination \(id) dropped before the pipeline started")]
+        case (.active, .starting) where configuration.reconnectPolicy.retriedByDestination,
+             (.active, .active) where configuration.reconnectPolicy.retriedByDestination:
+            destinations[index].phase = .reconnecting(attempt: 1)
+            return [.emit(.destinationReconnecting(destinationID: id))]
+        case (.active, .reconnecting) where configuration.reconnectPolicy.retriedByDestination:
+            // Another failed attempt of the destination's own retries: nothing changes here.
+            return []
         case (.active, .starting), (.active, .active):
             guard let delay = configuration.reconnectPolicy.delay(beforeAttempt: 1) else {
                 return failDestination(at: index, reason: reason, now: now)
