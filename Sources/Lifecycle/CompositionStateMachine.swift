@@ -396,8 +396,9 @@ public struct CompositionStateMachine: Sendable {
             return [.rejected("destination \(id) recovered but never started")]
         case (.active, .reconnecting):
             destinations[index].phase = .active
-            timers[.reconnect(destinationID: id)] = nil
             // Output started again: consumers that track destinations see it come back.
+            if configuration.reconnectPolicy.retriedByDestination { return [.emit(.destinationStart(destinationID: id))] }
+            timers[.reconnect(destinationID: id)] = nil
             return [.cancelTimer(.reconnect(destinationID: id)), .emit(.destinationStart(destinationID: id))]
         default:
             return []

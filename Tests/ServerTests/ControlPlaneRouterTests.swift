@@ -9,6 +9,7 @@ import Logging
 import Prometheus
 import EventSinks
 import Layout
+import Persistence
 @testable import Server
 import XCTest
 
