@@ -597,6 +597,8 @@ def test_sigv4_auth(d):
               f"x-amzn-ErrorType: {error.response['ResponseMetadata']['HTTPHeaders']}")
     finally:
         botocore.auth.get_current_datetime = real_now
+    for reason in ("signature mismatch", "unknown access key", "missing Authorization", "request time too skewed"):
+        check(f"auth.reason={reason}" in d.log(), f"the daemon log names the denial ({reason}):\n{d.log()}")
     # 14 minutes is inside the allowed skew.
     botocore.auth.get_current_datetime = lambda *a, **k: real_now(*a, **k) - datetime.timedelta(minutes=14)
     try:
