@@ -109,7 +109,20 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
             var lastFrames: Int64 = 0
             var lastLagged: Int64 = 0
             var workStarted: Int64 = 0
+            var lastUploaded: Int64 = 0
+            var lastSent: Int64 = 0
+            let countOutputBytes = {
+                guard let metrics else { return }
+                let uploaded = runner.recordingSink?.bytesUploaded ?? 0
+                let sent = runner.channelSink?.bytesSent ?? 0
+                metrics.outputBytes["s3"]?.increment(by: uploaded - lastUploaded)
+                metrics.outputBytes["channel"]?.increment(by: sent - lastSent)
+                lastUploaded = uploaded
+                lastSent = sent
+            }
+            defer { countOutputBytes() }
             let progress: (CompositionProgress) -> Void = { progress in
+                countOutputBytes()
                 guard let metrics else { return }
                 metrics.framesComposed.increment(by: progress.frames - lastFrames)
                 metrics.framesDropped.increment(by: progress.laggedFrames - lastLagged)

@@ -144,6 +144,7 @@ final class ControlPlaneRouterTests: XCTestCase {
             try await client.execute(uri: "/metrics", method: .get) { response in
                 let text = String(buffer: response.body)
                 XCTAssertTrue(text.contains("stage_compositor_frames_composed_total"), text)
+                XCTAssertTrue(text.contains("stage_compositor_output_bytes_total{destination_type=\"channel\"}"), text)
                 XCTAssertTrue(text.contains("stage_compositor_compositions{state=\"ACTIVE\"}"), text)
             }
         }

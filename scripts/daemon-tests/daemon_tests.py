@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -693,6 +694,10 @@ def test_channel_destination_pushes_to_nginx(d):
         details = channel_events(d, arn, channel["id"])
         check([e["event_name"] for e in details] == ["Destination Start", "Destination End"], f"channel events: {details}")
         check_recording(d, final)
+        metrics = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+        for kind, minimum in (("s3", 20_000), ("channel", 20_000)):
+            match = re.search(r'^stage_compositor_output_bytes_total\{destination_type="%s"\} (\d+)' % kind, metrics, re.M)
+            check(match and int(match.group(1)) >= minimum, f"output bytes ({kind}) in /metrics:\n{metrics}")
         check(d.stop() == 0, "exit status")
     finally:
         nginx.stop()
