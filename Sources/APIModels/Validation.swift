@@ -9,8 +9,7 @@ public struct ValidationOptions: Sendable {
     /// Extra layout checks (the Layout module's `LayoutConfiguration.validate()`): returns
     /// nil when the layout is usable, else a message whose path is relative to `layout`
     /// (e.g. "grid.gridGap: ..."). The model-level checks run first regardless.
-    // TODO: the server wires this to `LayoutConfiguration.validate() throws(LayoutValidationError)`
-    // once that API lands in Layout.
+    // The daemon (Server's ControlPlane) sets it to the Layout module's validate().
     public var layoutCheck: (@Sendable (LayoutConfiguration) -> String?)?
 
     public init(layoutCheck: (@Sendable (LayoutConfiguration) -> String?)? = nil) {

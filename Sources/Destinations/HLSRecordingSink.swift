@@ -76,6 +76,9 @@ public final class HLSRecordingSink: PacketSink {
     private var finished = false
     private var thumbnailCount = 0
 
+    /// Bytes stored so far (segments, playlists, metadata, thumbnails): the output-bitrate metric.
+    public var bytesUploaded: Int64 { uploads.bytesWritten }
+
     public init(name: String, configuration: HLSRecordingConfiguration, uploads: UploadQueue,
                 now: @escaping () -> Date = Date.init, logger: Logger) {
         self.name = name

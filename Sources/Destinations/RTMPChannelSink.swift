@@ -135,6 +135,8 @@ public final class RTMPChannelSink: PacketSink {
     public var droppedPackets: Int64 { queue.droppedPackets }
     /// Connections tried so far (the first one included).
     public var connectionAttempts: Int { status.attempts }
+    /// Packet payload bytes handed to the connection so far (the output-bitrate metric).
+    public var bytesSent: Int64 { status.bytesSent }
 
     public func start(video: Encoder, audio: Encoder) throws(PipelineError) {
         let parameters: (StreamParameters, StreamParameters)
@@ -177,12 +179,16 @@ final class ChannelStatus: Sendable {
         var state: ChannelDestinationState = .starting
         var failure: ChannelFailure?
         var attempts = 0
+        var bytesSent: Int64 = 0
     }
     private let snapshot = Mutex(Snapshot())
 
     var state: ChannelDestinationState { snapshot.withLock { $0.state } }
     var failure: ChannelFailure? { snapshot.withLock { $0.failure } }
     var attempts: Int { snapshot.withLock { $0.attempts } }
+    var bytesSent: Int64 { snapshot.withLock { $0.bytesSent } }
+
+    func countBytes(_ count: Int) { snapshot.withLock { $0.bytesSent += Int64(count) } }
 
     func update(state: ChannelDestinationState, failure: ChannelFailure?) {
         snapshot.withLock {
@@ -357,8 +363,10 @@ final class ChannelSender: @unchecked Sendable {
             defer { queue.recycle(item.packet) }
             if !isResumable(item) { continue }
             if queue.isClosed { armDrainDeadline() } else { interrupt.arm(timeout: configuration.stallTimeout) }
+            let size = item.packet.size
             do {
                 try muxer.write(item.packet, stream: item.media == .video ? 0 : 1)
+                status.countBytes(size)
             } catch {
                 let failure = ChannelSender.writeFailure(error, stallTimeout: configuration.stallTimeout)
                 logger.warning("channel connection broke", metadata: ["destination.reason": "\(failure)"])

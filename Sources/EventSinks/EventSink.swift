@@ -2,6 +2,7 @@
 // composition for long: failures are logged and counted by the sink itself.
 
 public import Events
+internal import Synchronization
 
 /// A destination for composition events. `publish` returns quickly: slow sinks (the
 /// webhook) enqueue and deliver in the background.
@@ -43,4 +44,15 @@ public struct StandardOutputEventSink: EventSink {
     @Sendable public static func writeToStandardOutput(_ line: String) {
         _ = FileDescriptorWriter.writeAll(Array(line.utf8), to: 1)
     }
+}
+
+/// Keeps every event in memory, in order (tests, and embedding the daemon).
+public final class InMemoryEventSink: EventSink {
+    private let stored = Mutex<[CompositionStateChangeEvent]>([])
+
+    public init() {}
+
+    public func publish(_ event: CompositionStateChangeEvent) async { stored.withLock { $0.append(event) } }
+
+    public var events: [CompositionStateChangeEvent] { stored.withLock { $0 } }
 }

@@ -354,6 +354,13 @@ public struct CompositionStateMachine: Sendable {
         switch (state, destinations[index].phase) {
         case (.starting, _):
             return [.rejected("destination \(id) dropped before the pipeline started")]
+        case (.active, .starting) where configuration.reconnectPolicy.retriedByDestination,
+             (.active, .active) where configuration.reconnectPolicy.retriedByDestination:
+            destinations[index].phase = .reconnecting(attempt: 1)
+            return [.emit(.destinationReconnecting(destinationID: id))]
+        case (.active, .reconnecting) where configuration.reconnectPolicy.retriedByDestination:
+            // Another failed attempt of the destination's own retries: nothing changes here.
+            return []
         case (.active, .starting), (.active, .active):
             guard let delay = configuration.reconnectPolicy.delay(beforeAttempt: 1) else {
                 return failDestination(at: index, reason: reason, now: now)
@@ -389,8 +396,9 @@ public struct CompositionStateMachine: Sendable {
             return [.rejected("destination \(id) recovered but never started")]
         case (.active, .reconnecting):
             destinations[index].phase = .active
-            timers[.reconnect(destinationID: id)] = nil
             // Output started again: consumers that track destinations see it come back.
+            if configuration.reconnectPolicy.retriedByDestination { return [.emit(.destinationStart(destinationID: id))] }
+            timers[.reconnect(destinationID: id)] = nil
             return [.cancelTimer(.reconnect(destinationID: id)), .emit(.destinationStart(destinationID: id))]
         default:
             return []

@@ -1,23 +1,28 @@
 // One build function for the daemon (`stage-compositor serve`) and the tests: resolves the
-// configuration into a store, an event publisher, a pipeline launcher and the HTTP
-// responder, and returns the Hummingbird application with the CompositionManager as a
-// service (started before, and shut down after, the HTTP server).
+// configuration into a store, event sinks, an authenticator, a pipeline launcher and the
+// HTTP responder, and returns the Hummingbird application with the CompositionManager (and
+// the webhook sink, when configured) as services. Services shut down in reverse order: the
+// HTTP server first, then the manager (its last events), then the webhook (which flushes them).
 public import Foundation
 public import Hummingbird
 import HTTPTypes
 public import Logging
 public import MediaCore
 public import Prometheus
+public import EventSinks
 import APIModels
+import AsyncHTTPClient
 import Metrics
 import Persistence
+import ServiceLifecycle
 
 /// Swappable parts; the defaults are the daemon's.
 public struct ServerDependencies: Sendable {
     public var logger: Logger
-    /// nil: the configured sinks (JSON-lines file in the state directory, stdout).
-    public var events: (any EventPublisher)?
-    public var authenticator: any RequestAuthenticator
+    /// nil: the configured sinks (`events.file`, `events.stdout`, `events.webhook`).
+    public var events: (any EventSink)?
+    /// nil: SigV4 verification when `auth.enabled`, else every request is let through.
+    public var authenticator: (any RequestAuthenticator)?
     public var metricsRegistry: PrometheusCollectorRegistry
     public var clock: any MediaClock
     /// nil: real pipelines on dedicated threads, in real time.
@@ -25,8 +30,8 @@ public struct ServerDependencies: Sendable {
     /// Keep state in memory instead of SQLite under the state directory.
     public var inMemoryStore: Bool
 
-    public init(logger: Logger, events: (any EventPublisher)? = nil,
-                authenticator: any RequestAuthenticator = AllowAllAuthenticator(),
+    public init(logger: Logger, events: (any EventSink)? = nil,
+                authenticator: (any RequestAuthenticator)? = nil,
                 metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                 clock: any MediaClock = SystemMediaClock(), launcher: (any CompositionPipelineLauncher)? = nil,
                 inMemoryStore: Bool = false) {
@@ -49,31 +54,39 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     let logger = dependencies.logger
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
     let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics)
-    let events: any EventPublisher
+    let events: any EventSink
+    var eventServices: [any Service] = []
     if let given = dependencies.events {
         events = given
     } else {
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        var sinks: [any EventPublisher] = []
-        if let path = configuration.eventsFilePath { sinks.append(try JSONLinesFileEventPublisher(path: path)) }
-        if configuration.events.stdout ?? true { sinks.append(StandardOutputEventPublisher()) }
-        events = MultiEventPublisher(sinks)
+        let webhook = configuration.events.webhook.map { WebhookConfiguration(url: $0.url, maxAttempts: $0.maxAttempts) }
+        let sinks = ConfiguredEventSinks(file: configuration.eventsFilePath, standardOutput: configuration.events.stdout ?? true,
+                                         webhook: webhook, httpClient: HTTPClient.shared, logger: logger)
+        events = sinks.sink
+        if let webhookSink = sinks.webhook { eventServices.append(webhookSink) }
     }
+    let authenticator: any RequestAuthenticator = dependencies.authenticator ?? (
+        configuration.auth.enabled
+            ? SigV4RequestAuthenticator(accessKeys: configuration.auth.accessKeys, region: configuration.region, logger: logger)
+            : AllowAllAuthenticator())
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
+                                         eventServices: eventServices, authenticator: authenticator,
                                          launcher: launcher, metrics: metrics, dependencies: dependencies)
     }
     try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
                                             attributes: [.posixPermissions: 0o700])
     let store = try SQLiteCompositionStore(path: configuration.databasePath)
     logger.info("state store opened", metadata: ["path": "\(configuration.databasePath)"])
-    return try await makeApplication(configuration: configuration, store: store, events: events, launcher: launcher,
-                                     metrics: metrics, dependencies: dependencies)
+    return try await makeApplication(configuration: configuration, store: store, events: events, eventServices: eventServices,
+                                     authenticator: authenticator, launcher: launcher, metrics: metrics, dependencies: dependencies)
 }
 
 func makeApplication<Store: CompositionStore>(
-    configuration: ServerConfiguration, store: Store, events: any EventPublisher, launcher: any CompositionPipelineLauncher,
+    configuration: ServerConfiguration, store: Store, events: any EventSink, eventServices: [any Service],
+    authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher,
     metrics: ServerMetrics, dependencies: ServerDependencies
 ) async throws -> Application<ServerResponder> {
     let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
@@ -81,7 +94,7 @@ func makeApplication<Store: CompositionStore>(
     try await manager.restore()
     let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager)
     let responder = ServerResponder(
-        maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: dependencies.authenticator,
+        maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
         operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) })
     let logger = dependencies.logger
@@ -89,7 +102,8 @@ func makeApplication<Store: CompositionStore>(
     return Application(
         responder: responder,
         configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: "stage-compositor"),
-        services: [manager],
+        // Event services first: they shut down after the manager has published its last events.
+        services: eventServices + [manager],
         onServerRunning: { channel in
             logger.notice("stage-compositor listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
         },
@@ -133,10 +147,14 @@ public struct ServerResponder: HTTPResponder {
             response.headers[HTTPField.Name("x-amzn-ErrorType")!] = "UnknownOperationException"
             return response
         }
+        // SigV4 signs the request target as sent (still percent-encoded) and the Host header,
+        // which HTTPTypes moves out of the header fields into the authority.
         let query = request.uri.query ?? ""
-        let headers = request.headers.map { ($0.name.rawName, $0.value) }
+        let (rawPath, rawQuery) = Self.splitTarget(request.head.path ?? path)
+        var headers = request.headers.map { ($0.name.rawName, $0.value) }
+        if let authority = request.head.authority { headers.insert(("host", authority), at: 0) }
         if let denied = await authenticator.authenticate(
-            AuthenticationRequest(method: method, path: path, query: query, headers: headers, body: body)) {
+            AuthenticationRequest(method: method, path: rawPath, query: rawQuery, headers: headers, body: body)) {
             return Self.errorResponse(denied)
         }
         do {
@@ -151,6 +169,12 @@ public struct ServerResponder: HTTPResponder {
             }
             return Self.errorResponse(error)
         }
+    }
+
+    /// Raw path and raw query (without "?") of a request target.
+    static func splitTarget(_ target: String) -> (path: String, query: String) {
+        guard let mark = target.firstIndex(of: "?") else { return (target, "") }
+        return (String(target[..<mark]), String(target[target.index(after: mark)...]))
     }
 
     static func errorResponse(_ error: APIError, status: Int? = nil) -> Response {

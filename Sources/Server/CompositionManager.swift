@@ -16,7 +16,9 @@ public import Logging
 public import MediaCore
 public import Persistence
 public import ServiceLifecycle
+import Destinations
 import Events
+public import EventSinks
 import HLS
 import Pipeline
 import Stages
@@ -26,8 +28,10 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         var stored: StoredComposition
         var machine: CompositionStateMachine?
         var handle: (any PipelineHandle)?
-        /// Sink name → destination ID.
+        /// Sink name → destination ID (the s3 recording; the channel reports through `.channel`).
         var sinkDestinations: [String: String] = [:]
+        /// Channel reports that arrived before "Session Start"; replayed right after it.
+        var earlyChannelEvents: [CompositionEvent] = []
         var endedAt: MediaTime?
         var publishers = 0
         var logger: Logger
@@ -41,7 +45,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     let arnContext: ARNContext
     let store: Store
     let catalog: StageCatalog<Store>
-    let events: any EventPublisher
+    let events: any EventSink
     let launcher: any CompositionPipelineLauncher
     let clock: any MediaClock
     let wallClock: @Sendable () -> Date
@@ -57,7 +61,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     private var dirty: Set<String> = []
     private var flushing = false
 
-    public init(configuration: ServerConfiguration, store: Store, events: any EventPublisher,
+    public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
                 launcher: any CompositionPipelineLauncher, clock: any MediaClock,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, logger: Logger) {
         self.configuration = configuration
@@ -77,7 +81,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             idleTimeout: .microseconds(Int64(l.idleTimeoutSeconds * 1_000_000)),
             maximumDuration: .microseconds(Int64(l.maximumDurationSeconds * 1_000_000)),
             retention: .microseconds(Int64(l.retentionSeconds * 1_000_000)),
-            reconnectPolicy: DestinationReconnectPolicy(maximumAttempts: 0))
+            // The channel sink retries by itself (channels[].reconnect); the lifecycle only records it.
+            reconnectPolicy: .byDestination)
         (inbox, inboxContinuation) = AsyncStream.makeStream()
     }
 
@@ -200,7 +205,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
         // Resolve every destination before creating anything.
         var s3Plan: (index: Int, storageRoot: String, encoder: EncoderConfiguration, segment: Int)?
-        var channelFailures: [Int: String] = [:]
+        var channelPlan: (index: Int, entry: ServerConfiguration.ChannelEntry, encoder: EncoderConfiguration?)?
         for (index, destination) in request.destinations.enumerated() {
             let path = "destinations[\(index)]"
             if let channel = destination.channel {
@@ -208,7 +213,12 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                       let entry = configuration.channels.first(where: { $0.arn == channel.channelArn }) else {
                     throw .resourceNotFound("\(path).channel.channelArn: channel \(channel.channelArn) not found")
                 }
-                if let encoderArn = channel.encoderConfigurationArn { _ = try await encoderConfiguration(encoderArn, at: "\(path).channel.encoderConfigurationArn") }
+                let channelEncoder: EncoderConfiguration?
+                if let encoderArn = channel.encoderConfigurationArn {
+                    channelEncoder = try await encoderConfiguration(encoderArn, at: "\(path).channel.encoderConfigurationArn")
+                } else {
+                    channelEncoder = nil
+                }
                 // A channel belongs to the composition that asked for it until that composition ends.
                 let inUse = entries.values.contains { entry in
                     !entry.isTerminal && entry.stored.composition.destinations.contains {
@@ -216,8 +226,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                     }
                 }
                 if inUse { throw .conflict("\(path).channel.channelArn: channel \(channel.channelArn) is already used by an active composition") }
-                // RTMP push is not part of this build's pipeline yet: the destination fails with this reason.
-                channelFailures[index] = "channel output (RTMP push to \(entry.ingestEndpoint)) is not available in this build"
+                channelPlan = (index, entry, channelEncoder)
             }
             if let s3 = destination.s3 {
                 guard let storageARN = IVSARN(parsing: s3.storageConfigurationArn, expecting: .storageConfiguration),
@@ -300,24 +309,30 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             await apply(.sourceFailed(reason: sourceProblem), to: arn)
             return entries[arn]?.stored.composition ?? composition
         }
-        if let plan = s3Plan, let recording, let sourcePath = stage.sourcePath {
-            let video = (plan.encoder.video ?? Video()).withDefaults()
+        if s3Plan != nil || channelPlan != nil, let sourcePath = stage.sourcePath {
+            // One encoder feeds every destination: the recording's, else the channel's, else the defaults.
+            let video = (s3Plan?.encoder.video ?? channelPlan?.encoder?.video ?? Video()).withDefaults()
+            let recordingJob = s3Plan.flatMap { plan in
+                recording.map {
+                    PipelineJob.Recording(destinationId: $0.destinationId, storageRoot: $0.storageRoot,
+                                          encoderConfigurationId: IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder",
+                                          targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
+                }
+            }
+            let channelJob = channelPlan.map { plan in
+                ChannelDestinationPlan(destinationId: destinations[plan.index].id,
+                                       configuration: Self.channelConfiguration(plan.entry))
+            }
             let job = PipelineJob(
                 compositionId: compositionID.rawValue, stageArn: request.stageArn, sourcePath: sourcePath,
                 encoder: EncoderSpec(width: video.width!, height: video.height!, frameRate: video.frameRate, bitrate: video.bitrate!),
-                layout: composition.layout,
-                recording: .init(destinationId: recording.destinationId, storageRoot: recording.storageRoot,
-                                 encoderConfigurationId: IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder",
-                                 targetSegmentDurationSeconds: recording.targetSegmentDurationSeconds),
+                layout: composition.layout, recording: recordingJob, channel: channelJob,
                 preset: configuration.encoderPreset)
             let continuation = inboxContinuation
             entry.handle = launcher.launch(job, logger: entry.logger) { report in continuation.yield((arn, report)) }
         }
         entries[arn] = entry
         dirty.insert(arn)
-        for (index, reason) in channelFailures.sorted(by: { $0.key < $1.key }) {
-            await apply(.destinationFailed(destinationID: destinations[index].id, reason: reason), to: arn)
-        }
         await flush()
         updateMetrics()
         return entries[arn]?.stored.composition ?? composition
@@ -373,6 +388,11 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         switch report {
         case .session(.mediaFlowing):
             await apply(.pipelineStarted, to: arn)
+            let early = entries[arn]?.earlyChannelEvents ?? []
+            entries[arn]?.earlyChannelEvents = []
+            for event in early { await apply(event, to: arn) }
+        case .channel(let id, let event):
+            await handleChannel(event, destinationID: id, arn: arn)
         case .session(.sinkActive(let name)):
             if let id = entry.sinkDestinations[name] { await apply(.destinationOutput(destinationID: id), to: arn) }
         case .session(.sinkFailed(let name, let reason)):
@@ -391,6 +411,39 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             }
         }
         updateMetrics()
+    }
+
+    /// The RTMP sink reconnects by itself; its reports only move the destination's state:
+    /// connected → ACTIVE (Destination Start, again after a recovery), dropped →
+    /// RECONNECTING (Destination Reconnecting), gave up → FAILED (Destination Failure).
+    private func handleChannel(_ event: ChannelEvent, destinationID id: String, arn: String) async {
+        let lifecycleEvent: CompositionEvent
+        switch event {
+        case .active: lifecycleEvent = .destinationOutput(destinationID: id)
+        case .reconnecting(let failure): lifecycleEvent = .destinationDropped(destinationID: id, reason: failure.reason.rawValue)
+        case .failed(let failure): lifecycleEvent = .destinationFailed(destinationID: id, reason: failure.reason.rawValue)
+        case .ended: return // Destination End comes with the graceful stop, once every output is flushed.
+        }
+        if case .failed(let failure) = event {
+            entries[arn]?.logger.warning("channel destination failed", metadata: ["destination.id": "\(id)", "reason": "\(failure)"])
+        }
+        if entries[arn]?.machine?.status == .starting {
+            // Before "Session Start" the lifecycle takes no destination output or drop; keep
+            // every report (a failure too, so the events stay in order) until then.
+            entries[arn]?.earlyChannelEvents.append(lifecycleEvent)
+            return
+        }
+        await apply(lifecycleEvent, to: arn)
+    }
+
+    /// The RTMP push settings of a configured channel.
+    static func channelConfiguration(_ entry: ServerConfiguration.ChannelEntry) -> Destinations.ChannelDestinationConfiguration {
+        var ingest = entry.ingestEndpoint
+        while ingest.hasSuffix("/") { ingest.removeLast() }
+        let reconnect = entry.reconnect ?? ServerConfiguration.ChannelEntry.Reconnect()
+        let policy = ChannelReconnectPolicy(enabled: reconnect.maxRetries > 0, maxRetries: reconnect.maxRetries,
+                                            baseInterval: .microseconds(Int64(reconnect.baseIntervalSeconds * 1_000_000)))
+        return Destinations.ChannelDestinationConfiguration(ingestURL: ingest, streamKey: entry.streamKey, reconnect: policy)
     }
 
     /// Sends `.tick` to every composition whose deadline has passed and forgets ended
@@ -440,7 +493,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                 entry.endedAt = now
                 if status == .failed { entry.stored.failureReason = machine.failureReason }
             case .reconnectDestination(let id, _):
-                // No output here reconnects yet (the recording writes to local storage).
+                // Never asked for with `.byDestination`; an output that cannot retry fails instead.
                 followUps.append(.destinationFailed(destinationID: id, reason: "the destination cannot reconnect"))
             case .rejected(let why):
                 entry.logger.debug("lifecycle ignored an event", metadata: ["event": "\(event)", "why": "\(why)"])

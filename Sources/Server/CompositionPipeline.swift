@@ -6,7 +6,7 @@ public import Foundation
 public import Layout
 public import MediaCore
 public import Pipeline
-import Destinations
+public import Destinations
 import FFmpeg
 public import Logging
 import Stages
@@ -31,12 +31,16 @@ public struct PipelineJob: Sendable {
     public var encoder: EncoderSpec
     public var layout: LayoutConfiguration
     public var recording: Recording?
+    /// RTMP push to a channel; the sink reconnects by itself and reports `.channel` events.
+    public var channel: ChannelDestinationPlan?
     public var preset: String
 }
 
 /// What a running pipeline tells its owner.
 public enum PipelineReport: Sendable, Equatable {
     case session(SessionEvent)
+    /// The channel destination's connection changed (from its sender thread).
+    case channel(destinationId: String, ChannelEvent)
     /// The pipeline thread is done and every sink is finished (playlist final, metadata
     /// written). `failure` is nil after a requested stop.
     case finished(failure: String?)
@@ -97,14 +101,28 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                                          targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
             }
             let plan = CompositionPlan(compositionId: job.compositionId, encoder: job.encoder, layout: job.layout,
-                                       recording: recording, preset: job.preset)
-            let runner = try CompositionRunner(plan: plan, source: source, duration: nil, logger: logger) { event in
-                report(.session(event))
-            }
+                                       recording: recording, channel: job.channel, preset: job.preset)
+            let channelId = job.channel?.destinationId ?? ""
+            let runner = try CompositionRunner(plan: plan, source: source, duration: nil, logger: logger,
+                                               observer: { event in report(.session(event)) },
+                                               channelEvents: { event in report(.channel(destinationId: channelId, event)) })
             var lastFrames: Int64 = 0
             var lastLagged: Int64 = 0
             var workStarted: Int64 = 0
+            var lastUploaded: Int64 = 0
+            var lastSent: Int64 = 0
+            let countOutputBytes = {
+                guard let metrics else { return }
+                let uploaded = runner.recordingSink?.bytesUploaded ?? 0
+                let sent = runner.channelSink?.bytesSent ?? 0
+                metrics.outputBytes["s3"]?.increment(by: uploaded - lastUploaded)
+                metrics.outputBytes["channel"]?.increment(by: sent - lastSent)
+                lastUploaded = uploaded
+                lastSent = sent
+            }
+            defer { countOutputBytes() }
             let progress: (CompositionProgress) -> Void = { progress in
+                countOutputBytes()
                 guard let metrics else { return }
                 metrics.framesComposed.increment(by: progress.frames - lastFrames)
                 metrics.framesDropped.increment(by: progress.laggedFrames - lastLagged)

@@ -3,6 +3,7 @@
 // the body, returns the JSON body or the APIError to send.
 public import APIModels
 public import Foundation
+import Layout
 public import Persistence
 
 public struct ControlPlane<Store: CompositionStore>: Sendable {
@@ -19,8 +20,19 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         self.store = store
         catalog = StageCatalog(configuration: configuration, store: store)
         self.manager = manager
-        // TODO: wire `layoutCheck` to `LayoutConfiguration.validate()` once Layout provides it.
-        validation = ValidationOptions()
+        validation = ValidationOptions(layoutCheck: Self.layoutProblem)
+    }
+
+    /// The Layout module's own checks of a requested layout, after the model's: the message's
+    /// path is relative to `layout` (`grid.gridGap: ...`), as ValidationOptions expects.
+    @Sendable static func layoutProblem(_ layout: LayoutConfiguration) -> String? {
+        do throws(LayoutValidationError) {
+            if let grid = layout.grid { try grid.validate(prefix: "grid") }
+            if let pip = layout.pip { try pip.validate(prefix: "pip") }
+            return nil
+        } catch {
+            return error.description
+        }
     }
 
     /// Runs one operation. `query` is the raw query string (UntagResource's tagKeys).

@@ -32,14 +32,50 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     /// An IVS channel a composition may push to.
     public struct ChannelEntry: Codable, Sendable, Equatable {
+        /// The RTMP output's own auto-reconnect (linear backoff): attempt n waits
+        /// n × `baseIntervalSeconds`; after `maxRetries` failed attempts the destination FAILS.
+        public struct Reconnect: Codable, Sendable, Equatable {
+            public var maxRetries: Int
+            public var baseIntervalSeconds: Double
+            public init(maxRetries: Int = 5, baseIntervalSeconds: Double = 2) {
+                self.maxRetries = maxRetries
+                self.baseIntervalSeconds = baseIntervalSeconds
+            }
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                let d = Reconnect()
+                maxRetries = try c.decodeIfPresent(Int.self, forKey: .maxRetries) ?? d.maxRetries
+                baseIntervalSeconds = try c.decodeIfPresent(Double.self, forKey: .baseIntervalSeconds) ?? d.baseIntervalSeconds
+            }
+        }
+
         public var arn: String
         /// e.g. rtmps://a1b2c3.global-contribute.live-video.net:443/app/
         public var ingestEndpoint: String
         public var streamKey: String
-        public init(arn: String, ingestEndpoint: String, streamKey: String) {
+        /// nil: the defaults (5 retries, 2 s apart and growing).
+        public var reconnect: Reconnect?
+        public init(arn: String, ingestEndpoint: String, streamKey: String, reconnect: Reconnect? = nil) {
             self.arn = arn
             self.ingestEndpoint = ingestEndpoint
             self.streamKey = streamKey
+            self.reconnect = reconnect
+        }
+    }
+
+    /// SigV4 verification of every API request (service `ivs`, this region).
+    public struct Authentication: Codable, Sendable, Equatable {
+        public var enabled: Bool
+        /// Access key ID → secret access key.
+        public var accessKeys: [String: String]
+        public init(enabled: Bool = false, accessKeys: [String: String] = [:]) {
+            self.enabled = enabled
+            self.accessKeys = accessKeys
+        }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? false
+            accessKeys = try c.decodeIfPresent([String: String].self, forKey: .accessKeys) ?? [:]
         }
     }
 
@@ -91,19 +127,38 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     }
 
     public struct Events: Codable, Sendable, Equatable {
+        /// POST each event to `url` in the background, `maxAttempts` tries per event.
+        public struct Webhook: Codable, Sendable, Equatable {
+            public var url: String
+            public var maxAttempts: Int
+            public init(url: String, maxAttempts: Int = 5) {
+                self.url = url
+                self.maxAttempts = maxAttempts
+            }
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                url = try c.decode(String.self, forKey: .url)
+                maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? 5
+            }
+        }
+
         /// JSON-lines file; relative to the state directory. Default "events.jsonl"; "" disables.
         public var file: String?
         /// Also print each event as one JSON line on standard output.
         public var stdout: Bool?
-        public init(file: String? = nil, stdout: Bool? = nil) {
+        /// nil (or JSON null): no webhook.
+        public var webhook: Webhook?
+        public init(file: String? = nil, stdout: Bool? = nil, webhook: Webhook? = nil) {
             self.file = file
             self.stdout = stdout
+            self.webhook = webhook
         }
     }
 
     public var region: String
     public var account: String
     public var listen: Listen
+    public var auth: Authentication
     /// SQLite database, events file; created if missing.
     public var stateDirectory: String
     /// Folders that CreateStage's `stage-compositor:source` tag may point into.
@@ -122,13 +177,14 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var logLevel: String
 
     public init(region: String = "us-east-1", account: String = "123456789012", listen: Listen = Listen(),
-                stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
+                auth: Authentication = Authentication(), stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
                 channels: [ChannelEntry] = [], buckets: [String: String] = [:], quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
                 encoderPreset: String = "veryfast", logLevel: String = "info") {
         self.region = region
         self.account = account
         self.listen = listen
+        self.auth = auth
         self.stateDirectory = stateDirectory
         self.stageSourceRoots = stageSourceRoots
         self.stages = stages
@@ -143,7 +199,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case region, account, listen, stateDirectory, stageSourceRoots, stages, channels, buckets, quotas,
+        case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, quotas,
              lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel
     }
 
@@ -153,6 +209,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         region = try c.decode(String.self, forKey: .region)
         account = try c.decode(String.self, forKey: .account)
         listen = try c.decodeIfPresent(Listen.self, forKey: .listen) ?? d.listen
+        auth = try c.decodeIfPresent(Authentication.self, forKey: .auth) ?? d.auth
         stateDirectory = try c.decode(String.self, forKey: .stateDirectory)
         stageSourceRoots = try c.decodeIfPresent([String].self, forKey: .stageSourceRoots) ?? []
         stages = try c.decodeIfPresent([StageEntry].self, forKey: .stages) ?? []
@@ -199,6 +256,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             }
         }
         configuration = configuration.resolvingPaths(relativeTo: url.deletingLastPathComponent().path)
+        warnings += configuration.availabilityWarnings()
         let problems = configuration.validate()
         if !problems.isEmpty { throw LoadError(file: path, problems: problems) }
         return (configuration, warnings)
@@ -253,9 +311,6 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 problems.append("\(key).arn: \(arn) is not in region \(region) / account \(account)")
             }
             if !stageArns.insert(arn).inserted { problems.append("\(key).arn: \(arn) is defined twice") }
-            if !FileManager.default.fileExists(atPath: entry.source + "/manifest.json") {
-                problems.append("\(key).source: \(entry.source) has no manifest.json (not a recorded stage directory)")
-            }
         }
         var channelArns = Set<String>()
         for (index, channel) in channels.enumerated() {
@@ -268,6 +323,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 problems.append("\(key).ingestEndpoint: must start with rtmp:// or rtmps://")
             }
             if channel.streamKey.isEmpty { problems.append("\(key).streamKey: must not be empty") }
+            if let reconnect = channel.reconnect {
+                if reconnect.maxRetries < 0 { problems.append("\(key).reconnect.maxRetries: must not be negative") }
+                if !(reconnect.baseIntervalSeconds > 0) { problems.append("\(key).reconnect.baseIntervalSeconds: must be positive") }
+            }
         }
         for name in buckets.keys.sorted() {
             let valid = (3...63).contains(name.count) && name.unicodeScalars.allSatisfy {
@@ -290,6 +349,18 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if !(l.maximumDurationSeconds > 0) { problems.append("lifecycle.maximumDurationSeconds: must be positive") }
         if !(l.retentionSeconds >= 0) { problems.append("lifecycle.retentionSeconds: must not be negative") }
         if !(l.shutdownGraceSeconds > 0) { problems.append("lifecycle.shutdownGraceSeconds: must be positive") }
+        if auth.enabled, auth.accessKeys.isEmpty {
+            problems.append("auth.accessKeys: at least one access key is needed when auth.enabled is true")
+        }
+        for (id, secret) in auth.accessKeys.sorted(by: { $0.key < $1.key }) where id.isEmpty || secret.isEmpty {
+            problems.append("auth.accessKeys.\(id): access key IDs and secrets must not be empty")
+        }
+        if let webhook = events.webhook {
+            if !(webhook.url.hasPrefix("http://") || webhook.url.hasPrefix("https://")) || URL(string: webhook.url)?.host == nil {
+                problems.append("events.webhook.url: \(webhook.url) is not an http:// or https:// URL")
+            }
+            if webhook.maxAttempts < 1 { problems.append("events.webhook.maxAttempts: must be at least 1") }
+        }
         if maxRequestBodyBytes < 1024 { problems.append("maxRequestBodyBytes: must be at least 1024") }
         let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
         if !presets.contains(encoderPreset) { problems.append("encoderPreset: one of \(presets.joined(separator: ", "))") }
@@ -297,6 +368,16 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             problems.append("logLevel: one of trace, debug, info, notice, warning, error, critical")
         }
         return problems
+    }
+
+    /// Things that may be fixed after start-up (a recorded stage not installed yet): the
+    /// daemon runs, and compositions on such a stage fail with "Session Failure".
+    public func availabilityWarnings() -> [String] {
+        stages.enumerated().compactMap { index, entry in
+            FileManager.default.fileExists(atPath: entry.source + "/manifest.json") ? nil
+                : "stages[\(index)].source: \(entry.source) has no manifest.json (not a recorded stage directory); "
+                    + "compositions on this stage will fail until it is there"
+        }
     }
 
     /// The stage's ARN: `arn` as given, or built from `id` in this region/account.

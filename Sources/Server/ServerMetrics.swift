@@ -13,6 +13,8 @@ public final class ServerMetrics: Sendable {
     private let destinationGauges: [String: Gauge]
     private let publishersGauge: Gauge
     public let requests: Counter
+    /// Bytes written per destination type ("s3", "channel"); rate() of it is the output bitrate.
+    public let outputBytes: [String: Counter]
 
     public static let compositionStates = ["STARTING", "ACTIVE", "STOPPING", "STOPPED", "FAILED"]
     public static let destinationStates = ["STARTING", "ACTIVE", "STOPPING", "RECONNECTING", "STOPPED", "FAILED"]
@@ -22,6 +24,9 @@ public final class ServerMetrics: Sendable {
         framesDropped = Counter(label: "stage_compositor_frames_dropped_total", factory: factory)
         frameWorkTime = Timer(label: "stage_compositor_frame_encode_seconds", factory: factory)
         requests = Counter(label: "stage_compositor_api_requests_total", factory: factory)
+        outputBytes = Dictionary(uniqueKeysWithValues: ["s3", "channel"].map { type in
+            (type, Counter(label: "stage_compositor_output_bytes_total", dimensions: [("destination_type", type)], factory: factory))
+        })
         var gauges: [String: Gauge] = [:]
         for state in Self.compositionStates {
             gauges[state] = Gauge(label: "stage_compositor_compositions", dimensions: [("state", state)], factory: factory)

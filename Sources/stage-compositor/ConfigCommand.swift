@@ -15,12 +15,14 @@ struct ConfigCommand: ParsableCommand {
             commandName: "check",
             abstract: "Validate a serve configuration file and print every problem found.",
             discussion: """
-            The file is JSON. Required: region, account, stateDirectory. Optional: listen {host, port} \
-            (default 127.0.0.1:8086), stages [{arn | id, name, source}], stageSourceRoots [dir], \
-            channels [{arn, ingestEndpoint, streamKey}], buckets {name: dir}, quotas {concurrentCompositions, \
-            encoderConfigurations, storageConfigurations, publishersPerStage}, lifecycle {idleTimeoutSeconds, \
-            maximumDurationSeconds, retentionSeconds, shutdownGraceSeconds}, events {file, stdout}, \
-            maxRequestBodyBytes, encoderPreset, logLevel. Relative paths are taken from the file's folder.
+            The file is JSON (deploy/README.md has every field, deploy/config.example.json an example). \
+            Required: region, account, stateDirectory. Optional: listen {host, port} (default 127.0.0.1:8086), \
+            auth {enabled, accessKeys {id: secret}}, stages [{arn | id, name, source}], stageSourceRoots [dir], \
+            channels [{arn, ingestEndpoint, streamKey, reconnect {maxRetries, baseIntervalSeconds}}], \
+            buckets {name: dir}, quotas {concurrentCompositions, encoderConfigurations, storageConfigurations, \
+            publishersPerStage}, lifecycle {idleTimeoutSeconds, maximumDurationSeconds, retentionSeconds, \
+            shutdownGraceSeconds}, events {file, stdout, webhook {url, maxAttempts}}, maxRequestBodyBytes, \
+            encoderPreset, logLevel. Relative paths are taken from the file's folder.
             """
         )
 

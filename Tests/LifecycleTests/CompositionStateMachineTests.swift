@@ -215,6 +215,23 @@ private let table: [CompositionStatus: [Outcome]] = [
         #expect(m.on(.destinationOutput(destinationID: "ch"), at: at(16)) == [.rejected("destination ch already failed")])
     }
 
+    @Test func retriesOwnedByTheDestinationOnlyRecordStates() {
+        var m = machine(in: .active, configuration: .init(reconnectPolicy: .byDestination))
+        #expect(m.on(.destinationDropped(destinationID: "ch", reason: "connection lost"), at: at(10)) == [
+            .emit(.destinationReconnecting(destinationID: "ch")),
+        ])
+        #expect(m.destinationStatus("ch") == .reconnecting)
+        #expect(m.on(.destinationDropped(destinationID: "ch", reason: "connection refused"), at: at(12)) == [])
+        #expect(m.on(.tick, at: at(600)) == [], "no reconnect timer, no giving up on its own")
+        #expect(m.on(.destinationOutput(destinationID: "ch"), at: at(601)) == [.emit(.destinationStart(destinationID: "ch"))])
+        #expect(m.destinationStatus("ch") == .active)
+        _ = m.on(.destinationDropped(destinationID: "ch", reason: "connection lost"), at: at(602))
+        #expect(m.on(.destinationFailed(destinationID: "ch", reason: "connection refused"), at: at(610)) == [
+            .emit(.destinationFailure(destinationID: "ch", reason: "connection refused")),
+        ])
+        #expect(m.destinationStatus("ch") == .failed && m.status == .active, "the s3 destination is still active")
+    }
+
     @Test func allDestinationsFailedEndsFailed() {
         var m = machine(in: .active)
         _ = m.on(.destinationFailed(destinationID: "ch", reason: "stream key invalid"), at: at(10))

@@ -88,19 +88,20 @@ struct ConfigExampleTests {
     static let agreedFields: Set<String> = [
         "region", "account", "listen.host", "listen.port", "stateDirectory",
         "auth.enabled", "auth.accessKeys",
-        "stages[].arn", "stages[].source.recordedStage",
-        "channels[].arn", "channels[].ingestURL", "channels[].streamKey",
-        "buckets[].name", "buckets[].directory",
+        "stages[].arn", "stages[].source", "stageSourceRoots[]",
+        "channels[].arn", "channels[].ingestEndpoint", "channels[].streamKey",
+        "channels[].reconnect.maxRetries", "channels[].reconnect.baseIntervalSeconds",
+        "buckets",
         "quotas.concurrentCompositions", "quotas.encoderConfigurations", "quotas.storageConfigurations",
         "quotas.publishersPerStage",
-        "lifecycle.idleTimeoutSeconds", "lifecycle.maximumDurationHours", "lifecycle.retentionMinutes",
-        "lifecycle.drainTimeoutSeconds",
-        "events.file", "events.stdout", "events.webhook", "logLevel",
+        "lifecycle.idleTimeoutSeconds", "lifecycle.maximumDurationSeconds", "lifecycle.retentionSeconds",
+        "lifecycle.shutdownGraceSeconds",
+        "events.file", "events.stdout", "events.webhook", "maxRequestBodyBytes", "encoderPreset", "logLevel",
     ]
 
-    /// Leaf paths of a JSON value; `auth.accessKeys` is a map, so a leaf.
+    /// Leaf paths of a JSON value; `auth.accessKeys` and `buckets` are maps, so leaves.
     func leafPaths(_ value: Any, prefix: String) -> Set<String> {
-        if prefix == "auth.accessKeys" { return [prefix] }
+        if prefix == "auth.accessKeys" || prefix == "buckets" { return [prefix] }
         if let object = value as? [String: Any] {
             return object.reduce(into: []) { paths, entry in
                 paths.formUnion(leafPaths(entry.value, prefix: prefix.isEmpty ? entry.key : "\(prefix).\(entry.key)"))
@@ -129,7 +130,9 @@ struct ConfigExampleTests {
         #expect((config["listen"] as? [String: Any])?["port"] as? Int == 8086)
         let lifecycle = try #require(config["lifecycle"] as? [String: Any])
         #expect(lifecycle["idleTimeoutSeconds"] as? Int == 60)
-        #expect(lifecycle["maximumDurationHours"] as? Int == 24)
+        #expect(lifecycle["maximumDurationSeconds"] as? Int == 86_400)
+        #expect(lifecycle["retentionSeconds"] as? Int == 300)
+        #expect((config["auth"] as? [String: Any])?["enabled"] as? Bool == false)
         let quotas = try #require(config["quotas"] as? [String: Any])
         #expect(quotas["concurrentCompositions"] as? Int == 5)
         #expect(quotas["publishersPerStage"] as? Int == 12)

@@ -71,10 +71,10 @@ struct SystemdUnitTests {
         #expect(directives["Restart"] == "on-failure")
         #expect(directives["KillSignal"] == "SIGTERM")
 
-        // Stop timeout: longer than the configured drain plus the webhook flush (5 s).
+        // Stop timeout: longer than the shutdown grace period plus the webhook flush (5 s).
         let example = try JSONSerialization.jsonObject(
             with: Data(contentsOf: repositoryRoot.appendingPathComponent("deploy/config.example.json"))) as? [String: Any]
-        let drain = try #require((example?["lifecycle"] as? [String: Any])?["drainTimeoutSeconds"] as? Int)
+        let drain = try #require((example?["lifecycle"] as? [String: Any])?["shutdownGraceSeconds"] as? Int)
         let stop = try #require(directives["TimeoutStopSec"].flatMap { Int($0.replacingOccurrences(of: "s", with: "")) })
         #expect(stop >= drain + 5 + 5, "TimeoutStopSec \(stop) s leaves no margin over a \(drain) s drain")
     }

@@ -6,6 +6,8 @@ import Lifecycle
 import Logging
 import MediaCore
 import Persistence
+import Destinations
+import EventSinks
 @testable import Server
 import Synchronization
 import XCTest
@@ -32,11 +34,12 @@ final class CompositionManagerTests: XCTestCase {
     let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/twoPeople"
     let encoderArn = "arn:aws:ivs:us-east-1:123456789012:encoder-configuration/AAAAAAAAAAAA"
     let storageArn = "arn:aws:ivs:us-east-1:123456789012:storage-configuration/BBBBBBBBBBBB"
+    let channelArn = "arn:aws:ivs:us-east-1:123456789012:channel/CCCCCCCCCCCC"
 
     struct Harness {
         let manager: CompositionManager<InMemoryCompositionStore>
         let clock: ManualMediaClock
-        let events: InMemoryEventPublisher
+        let events: InMemoryEventSink
         let launcher: FakePipelineLauncher
         let store: InMemoryCompositionStore
         var eventNames: [String] { events.events.map(\.detail.eventName) }
@@ -45,6 +48,8 @@ final class CompositionManagerTests: XCTestCase {
     func makeHarness(idle: Double = 60) async throws -> Harness {
         let configuration = ServerConfiguration(
             stages: [.init(id: "twoPeople", source: Self.fixtures.appendingPathComponent("two-people").path)],
+            channels: [.init(arn: channelArn, ingestEndpoint: "rtmp://127.0.0.1:1935/live/", streamKey: "sk_test",
+                             reconnect: .init(maxRetries: 2, baseIntervalSeconds: 0.5))],
             buckets: ["rec-bucket": FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path],
             lifecycle: .init(idleTimeoutSeconds: idle))
         let store = InMemoryCompositionStore()
@@ -52,7 +57,7 @@ final class CompositionManagerTests: XCTestCase {
         try await store.putStorageConfiguration(CreateStorageConfigurationRequest(s3: .init(bucketName: "rec-bucket"))
             .makeStorageConfiguration(arn: IVSARN(parsing: storageArn)!))
         let clock = ManualMediaClock()
-        let events = InMemoryEventPublisher()
+        let events = InMemoryEventSink()
         let launcher = FakePipelineLauncher()
         let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
                                          clock: clock, wallClock: { Date(timeIntervalSince1970: 1_800_000_000) },
@@ -117,6 +122,68 @@ final class CompositionManagerTests: XCTestCase {
         }
         let listed = await h.manager.compositions()
         XCTAssertTrue(listed.isEmpty)
+    }
+
+    /// The RTMP sink reconnects by itself; its reports only move the channel destination's
+    /// state, and a failed channel leaves the s3 recording running.
+    func testChannelEventsDriveTheChannelDestination() async throws {
+        let h = try await makeHarness()
+        let request = StartCompositionRequest(stageArn: stageArn, destinations: [
+            DestinationConfiguration(s3: S3DestinationConfiguration(storageConfigurationArn: storageArn,
+                                                                    encoderConfigurationArns: [encoderArn])),
+            DestinationConfiguration(channel: APIModels.ChannelDestinationConfiguration(channelArn: channelArn)),
+        ])
+        let started = try await h.manager.start(request)
+        let (s3, channel) = (started.destinations[0].id, started.destinations[1].id)
+        let job = try XCTUnwrap(h.launcher.jobs.first)
+        XCTAssertEqual(job.channel?.destinationId, channel)
+        XCTAssertEqual(job.channel?.configuration.ingestURL, "rtmp://127.0.0.1:1935/live")
+        XCTAssertEqual(job.channel?.configuration.streamKey, "sk_test")
+        XCTAssertEqual(job.channel?.configuration.reconnect.maxRetries, 2)
+        XCTAssertEqual(job.channel?.configuration.reconnect.baseInterval.microsecondsValue, 500_000)
+        XCTAssertEqual(job.recording?.destinationId, s3)
+
+        // A drop reported before "Session Start" waits for it.
+        await h.manager.handle(.channel(destinationId: channel, .reconnecting(ChannelFailure(.connectionRefused))), for: started.arn)
+        XCTAssertEqual(h.eventNames, [])
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        await h.manager.handle(.session(.sinkActive("s3 destination \(s3)")), for: started.arn)
+        var now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.destinations.map(\.state), [.active, .reconnecting])
+        await h.manager.handle(.channel(destinationId: channel, .active), for: started.arn)
+        await h.manager.handle(.channel(destinationId: channel, .reconnecting(ChannelFailure(.connectionLost))), for: started.arn)
+        h.clock.advance(by: .seconds(600))
+        await h.manager.tick()
+        now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.destinations[1].state, .reconnecting, "the lifecycle never retries or gives up by itself")
+        await h.manager.handle(.channel(destinationId: channel, .failed(ChannelFailure(.connectionRefused, detail: "ECONNREFUSED"))),
+                               for: started.arn)
+        now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .active)
+        XCTAssertEqual(now.destinations.map(\.state), [.active, .failed])
+        XCTAssertFalse(h.launcher.handles[0].stopped.load(ordering: .relaxed), "the recording goes on")
+        XCTAssertEqual(h.eventNames, ["Session Start", "Destination Reconnecting", "Destination Start", "Destination Start",
+                                      "Destination Reconnecting", "Destination Failure"])
+        let failure = try XCTUnwrap(h.events.events.last)
+        XCTAssertEqual(failure.detail.id, channel)
+        XCTAssertEqual(failure.detail.reason, "connection refused")
+    }
+
+    func testAllDestinationsFailedEndsTheCompositionFailed() async throws {
+        let h = try await makeHarness()
+        let request = StartCompositionRequest(stageArn: stageArn, destinations: [
+            DestinationConfiguration(channel: APIModels.ChannelDestinationConfiguration(channelArn: channelArn)),
+        ])
+        let started = try await h.manager.start(request)
+        XCTAssertNil(h.launcher.jobs.first?.recording)
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        await h.manager.handle(.channel(destinationId: started.destinations[0].id, .failed(ChannelFailure(.streamRejected))),
+                               for: started.arn)
+        let now = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(now.state, .failed)
+        XCTAssertEqual(now.destinations[0].state, .failed)
+        XCTAssertTrue(h.launcher.handles[0].stopped.load(ordering: .relaxed), "the pipeline is torn down")
+        XCTAssertEqual(h.eventNames, ["Session Start", "Destination Failure", "Session Failure"])
     }
 
     func testPublishersReturningCancelTheIdleTimer() async throws {

@@ -7,6 +7,9 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import Prometheus
+import EventSinks
+import Layout
+import Persistence
 @testable import Server
 import XCTest
 
@@ -17,7 +20,7 @@ final class ControlPlaneRouterTests: XCTestCase {
             buckets: ["rec-bucket": FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path],
             maxRequestBodyBytes: 4096)
         return try await buildApplication(configuration: configuration, dependencies: ServerDependencies(
-            logger: Logger(label: "test"), events: InMemoryEventPublisher(), metricsRegistry: registry,
+            logger: Logger(label: "test"), events: InMemoryEventSink(), metricsRegistry: registry,
             launcher: FakePipelineLauncher(), inMemoryStore: true))
     }
 
@@ -110,6 +113,27 @@ final class ControlPlaneRouterTests: XCTestCase {
         }
     }
 
+    func testLayoutIsCheckedByTheLayoutModule() async throws {
+        // The control plane's hook is Layout's validate(), with paths relative to `layout`.
+        XCTAssertEqual(ControlPlane<InMemoryCompositionStore>.layoutProblem(LayoutConfiguration(grid: GridConfiguration(gridGap: -1))),
+                       "grid.gridGap: must be >= 0")
+        XCTAssertEqual(ControlPlane<InMemoryCompositionStore>.layoutProblem(
+            LayoutConfiguration(pip: PipConfiguration(pipParticipantAttribute: "is pip"))),
+                       "pip.pipParticipantAttribute: must match [a-zA-Z0-9-_]*")
+        XCTAssertNil(ControlPlane<InMemoryCompositionStore>.layoutProblem(LayoutConfiguration(pip: PipConfiguration(pipWidth: 320))))
+        try await makeApp().test(.router) { client in
+            let body = #"{"stageArn":"arn:aws:ivs:us-east-1:123456789012:stage/twoPeople","#
+                + #""destinations":[{"channel":{"channelArn":"arn:aws:ivs:us-east-1:123456789012:channel/abcdEFGH1234"}}],"#
+                + #""layout":{"pip":{"pipOffset":-5}}}"#
+            try await client.execute(uri: "/StartComposition", method: .post, body: ByteBuffer(string: body)) { response in
+                XCTAssertEqual(response.status, .badRequest)
+                XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "ValidationException")
+                let message = try XCTUnwrap(try Self.json(response.body)["message"] as? String)
+                XCTAssertTrue(message.hasPrefix("layout.pip.pipOffset:"), message)
+            }
+        }
+    }
+
     func testHealthAndMetrics() async throws {
         let registry = PrometheusCollectorRegistry()
         try await makeApp(registry: registry).test(.router) { client in
@@ -120,6 +144,7 @@ final class ControlPlaneRouterTests: XCTestCase {
             try await client.execute(uri: "/metrics", method: .get) { response in
                 let text = String(buffer: response.body)
                 XCTAssertTrue(text.contains("stage_compositor_frames_composed_total"), text)
+                XCTAssertTrue(text.contains("stage_compositor_output_bytes_total{destination_type=\"channel\"}"), text)
                 XCTAssertTrue(text.contains("stage_compositor_compositions{state=\"ACTIVE\"}"), text)
             }
         }

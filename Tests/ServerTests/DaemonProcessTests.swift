@@ -50,4 +50,8 @@ final class DaemonProcessTests: XCTestCase {
     func testKill9ThenRestartFinalizesTheRecording() throws { try runScript("kill9_restart_finalizes_recording") }
     func testSIGTERMStopsCompositionsCleanly() throws { try runScript("sigterm_stops_compositions_cleanly") }
     func testConfigCheck() throws { try runScript("config_check") }
+    func testExampleConfigurationPassesConfigCheck() throws { try runScript("example_config_check") }
+    func testSigV4AuthThroughAWSCLIAndBotocore() throws { try runScript("sigv4_auth") }
+    func testChannelDestinationPushesToNginxRTMP() throws { try runScript("channel_destination_pushes_to_nginx") }
+    func testRefusedChannelFailsAloneWhileRecordingCompletes() throws { try runScript("channel_refused_fails_alone") }
 }

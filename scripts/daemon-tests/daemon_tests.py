@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -47,7 +48,7 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, binary, workdir, idle=2.0, quotas=None, retention=300.0):
+    def __init__(self, binary, workdir, idle=2.0, quotas=None, retention=300.0, auth=None, channels=None):
         self.binary, self.workdir = binary, workdir
         self.port = free_port()
         self.config_path = os.path.join(workdir, "config.json")
@@ -58,7 +59,9 @@ class Daemon:
             "stageSourceRoots": [os.path.join(REPO, "fixtures")],
             "stages": [{"id": "twoPeople", "name": "two", "source": os.path.join(REPO, "fixtures/two-people")},
                        {"id": "fourGrid", "name": "four", "source": os.path.join(REPO, "fixtures/four-grid")}],
-            "channels": [{"arn": CHANNEL_ARN, "ingestEndpoint": "rtmp://127.0.0.1:1/app/", "streamKey": "sk_test"}],
+            # Port 1 on loopback: nothing listens there, so pushing to this channel is refused.
+            "channels": channels or [{"arn": CHANNEL_ARN, "ingestEndpoint": "rtmp://127.0.0.1:1/app/", "streamKey": "sk_test",
+                                      "reconnect": {"maxRetries": 1, "baseIntervalSeconds": 0.2}}],
             "buckets": {"rec-bucket": "recordings"},
             "quotas": quotas or {},
             "lifecycle": {"idleTimeoutSeconds": idle, "retentionSeconds": retention, "shutdownGraceSeconds": 20},
@@ -66,9 +69,15 @@ class Daemon:
             "encoderPreset": "ultrafast",
             "logLevel": "info",
         }
+        if auth is not None:
+            config["auth"] = auth
         with open(self.config_path, "w") as f:
             json.dump(config, f, indent=2)
         self.process = None
+
+    def reconfigure(self, **options):
+        """Rewrites the configuration with other options (before start)."""
+        self.__init__(self.binary, self.workdir, **options)
 
     @property
     def endpoint(self):
@@ -120,10 +129,10 @@ class Daemon:
         with open(self.events_path) as f:
             return [json.loads(line) for line in f if line.strip()]
 
-    def cli(self, *args, expect_error=None):
+    def cli(self, *args, expect_error=None, env=None):
         """Runs `aws ivs-realtime ARGS`; returns parsed JSON, or the error text when expect_error is given."""
         cmd = ["aws", "ivs-realtime", *args, "--endpoint-url", self.endpoint, "--region", REGION, "--output", "json"]
-        result = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
+        result = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, **(env or {})), timeout=60)
         if expect_error:
             check(result.returncode != 0, f"{args[0]} should fail with {expect_error}, got {result.stdout}")
             check(f"({expect_error})" in result.stderr, f"{args[0]}: expected {expect_error}, got: {result.stderr}")
@@ -164,6 +173,19 @@ def wait_state(d, arn, states, timeout=30, use_list=False):
             return state
         time.sleep(0.3)
     raise Failure(f"{arn} did not reach {states} within {timeout}s (last {state})\n{d.log()}")
+
+
+def wait_destination(d, arn, kind, states, timeout=30):
+    """The composition's `kind` ("channel" or "s3") destination once it is in one of `states`."""
+    deadline = time.time() + timeout
+    destination = None
+    while time.time() < deadline:
+        destinations = d.cli("get-composition", "--arn", arn)["composition"]["destinations"]
+        destination = next(x for x in destinations if kind in x["configuration"])
+        if destination["state"] in states:
+            return destination
+        time.sleep(0.3)
+    raise Failure(f"{kind} destination of {arn} did not reach {states} within {timeout}s (last {destination})\n{d.log()}")
 
 
 def check_events(d, arn, stage_arn, names):
@@ -471,10 +493,11 @@ def test_validation_errors_and_quotas(d):
     page3 = c.list_compositions(maxResults=2, nextToken=page2["nextToken"])
     seen = [x["arn"] for p in (page1, page2, page3) for x in p["compositions"]]
     check(sorted(seen) == sorted(running) and "nextToken" not in page3, f"pagination: {seen}")
-    channel_dest = [x for x in c.get_composition(arn=with_channel["arn"])["composition"]["destinations"] if "channel" in x["configuration"]]
-    check(channel_dest[0]["state"] == "FAILED", f"channel destination: {channel_dest}")
+    # The channel points at a closed port: one quick retry, then the destination fails alone.
+    channel_dest = wait_destination(d, with_channel["arn"], "channel", {"FAILED"})
+    check(channel_dest["state"] == "FAILED", f"channel destination: {channel_dest}")
     failure_events = [e for e in d.events() if e["resources"] == [with_channel["arn"]] and e["detail"]["event_name"] == "Destination Failure"]
-    check(failure_events and "not available" in failure_events[0]["detail"]["reason"], f"failure reason: {failure_events}")
+    check(failure_events and failure_events[0]["detail"]["reason"] == "connection refused", f"failure reason: {failure_events}")
     for arn in running:
         c.stop_composition(arn=arn)
     # Encoder configuration quota (20) and storage configuration quota (5).
@@ -508,6 +531,15 @@ def test_validation_errors_and_quotas(d):
     check(d.stop() == 0, "exit status")
 
 
+def test_example_config_check(d):
+    """The shipped deploy/config.example.json passes `config check` as it is (the daemon's loader
+    is the one definition of the fields)."""
+    example = subprocess.run([d.binary, "config", "check", os.path.join(REPO, "deploy/config.example.json")],
+                             capture_output=True, text=True)
+    check(example.returncode == 0 and "OK" in example.stdout and "unknown key" not in example.stdout,
+          f"deploy/config.example.json: {example.stdout} {example.stderr}")
+
+
 def test_config_check(d):
     good = subprocess.run([d.binary, "config", "check", d.config_path], capture_output=True, text=True)
     check(good.returncode == 0 and "OK" in good.stdout, f"good config: {good.stdout} {good.stderr}")
@@ -518,14 +550,206 @@ def test_config_check(d):
                    "channels": [{"arn": "nope", "ingestEndpoint": "http://x", "streamKey": ""}]}, f)
     bad = subprocess.run([d.binary, "config", "check", bad_path], capture_output=True, text=True)
     check(bad.returncode == 1, f"bad config exit status {bad.returncode}")
-    for needle in ("region/account", "listen.port", "stages[0]", "buckets.Bad_Name", "channels[0].arn",
+    for needle in ("region/account", "listen.port", "buckets.Bad_Name", "channels[0].arn",
                    "channels[0].ingestEndpoint", "channels[0].streamKey"):
         check(needle in bad.stderr, f"config check should name {needle}:\n{bad.stderr}")
+    # A recorded stage that is not there (yet) is a warning: the daemon runs, compositions on it fail.
+    absent_path = os.path.join(d.workdir, "absent-stage.json")
+    with open(d.config_path) as f:
+        absent = json.load(f)
+    absent["stages"][0]["source"] = "/nonexistent"
+    with open(absent_path, "w") as f:
+        json.dump(absent, f)
+    warned = subprocess.run([d.binary, "config", "check", absent_path], capture_output=True, text=True)
+    check(warned.returncode == 0 and "warning: stages[0].source: /nonexistent has no manifest.json" in warned.stdout,
+          f"absent stage: {warned.stdout} {warned.stderr}")
     missing = os.path.join(d.workdir, "missing.json")
     with open(missing, "w") as f:
         f.write('{"region": "us-east-1"}')
     result = subprocess.run([d.binary, "config", "check", missing], capture_output=True, text=True)
     check(result.returncode == 1 and "account: is required" in result.stderr, f"missing key: {result.stderr}")
+
+
+def test_sigv4_auth(d):
+    """auth.enabled: the AWS CLI's signed calls work; a wrong secret, a request signed 16 minutes
+    ago (botocore with its clock turned back) and an unsigned request get AccessDeniedException."""
+    d.start()
+    check(d.cli("list-compositions") == {"compositions": []}, "signed list-compositions")
+    enc, _ = setup_configurations(d)
+    check(d.cli("get-encoder-configuration", "--arn", enc)["encoderConfiguration"]["arn"] == enc, "signed get")
+    for env, why in (({"AWS_SECRET_ACCESS_KEY": "not-the-secret"}, "wrong secret"),
+                     ({"AWS_ACCESS_KEY_ID": "AKIDUNKNOWN"}, "unknown access key")):
+        text = d.cli("list-compositions", expect_error="AccessDeniedException", env=env)
+        check("when calling the ListCompositions operation" in text, f"{why}: {text}")
+    d.cli("list-compositions", "--no-sign-request", expect_error="AccessDeniedException")
+    # Signed with botocore itself, 16 minutes ago (its clock patched), through boto3.
+    import datetime
+    import botocore.auth
+    import botocore.exceptions
+    real_now = botocore.auth.get_current_datetime
+    botocore.auth.get_current_datetime = lambda *a, **k: real_now(*a, **k) - datetime.timedelta(minutes=16)
+    try:
+        d.client().list_compositions()
+        raise Failure("a request signed 16 minutes ago must be refused")
+    except botocore.exceptions.ClientError as error:
+        check(error.response["Error"]["Code"] == "AccessDeniedException", f"old signature: {error.response['Error']}")
+        check(error.response["ResponseMetadata"]["HTTPStatusCode"] == 403, "status 403")
+        check(error.response["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-errortype", "").startswith("AccessDeniedException"),
+              f"x-amzn-ErrorType: {error.response['ResponseMetadata']['HTTPHeaders']}")
+    finally:
+        botocore.auth.get_current_datetime = real_now
+    for reason in ("signature mismatch", "unknown access key", "missing Authorization", "request time too skewed"):
+        check(f"auth.reason={reason}" in d.log(), f"the daemon log names the denial ({reason}):\n{d.log()}")
+    # 14 minutes is inside the allowed skew.
+    botocore.auth.get_current_datetime = lambda *a, **k: real_now(*a, **k) - datetime.timedelta(minutes=14)
+    try:
+        check(d.client().list_compositions()["compositions"] == [], "signed 14 minutes ago")
+    finally:
+        botocore.auth.get_current_datetime = real_now
+    # Paths with encoded characters are verified as sent (tags/{resourceArn}).
+    d.cli("tag-resource", "--resource-arn", enc, "--tags", "team=video")
+    check(d.cli("list-tags-for-resource", "--resource-arn", enc)["tags"] == {"team": "video"}, "signed tags round trip")
+    check(d.stop() == 0, "exit status")
+
+
+class NginxRTMP:
+    """nginx + libnginx-mod-rtmp on loopback, recording every stream to record/<key>.flv (the same
+    receiver as Tests/DestinationsTests/RTMPTestServers.swift)."""
+
+    def __init__(self, workdir):
+        self.port = free_port()
+        self.dir = os.path.join(workdir, "nginx")
+        os.makedirs(os.path.join(self.dir, "record"))
+        os.makedirs(os.path.join(self.dir, "logs"))
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""daemon off;
+master_process off;
+worker_processes 1;
+pid {self.dir}/nginx.pid;
+error_log {self.dir}/logs/error.log info;
+load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
+events {{ worker_connections 64; }}
+rtmp {{
+    server {{
+        listen 127.0.0.1:{self.port};
+        application live {{
+            live on;
+            record all;
+            record_path {self.dir}/record;
+            record_unique off;
+        }}
+    }}
+}}
+""")
+        check(os.path.exists("/usr/sbin/nginx") and os.path.exists("/usr/lib/nginx/modules/ngx_rtmp_module.so"),
+              "nginx with the RTMP module is needed (scripts/install-deps.sh --test)")
+        self.process = subprocess.Popen(["/usr/sbin/nginx", "-c", conf, "-p", self.dir, "-e", f"{self.dir}/logs/error.log"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise Failure("nginx did not listen")
+
+    def recording(self, key):
+        return os.path.join(self.dir, "record", f"{key}.flv")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+def channel_events(d, arn, destination_id):
+    return [e["detail"] for e in d.events() if e["resources"] == [arn] and e["detail"].get("id") == destination_id]
+
+
+def test_channel_destination_pushes_to_nginx(d):
+    """A composition with channel + s3: the RTMP push reaches nginx (its recording decodes with the
+    composition's size) and the s3 recording is complete."""
+    nginx = NginxRTMP(d.workdir)
+    try:
+        d.reconfigure(channels=[{"arn": CHANNEL_ARN, "ingestEndpoint": f"rtmp://127.0.0.1:{nginx.port}/live",
+                                                   "streamKey": "sk_daemon"}])
+        d.start()
+        enc, sto = setup_configurations(d)
+        destinations = [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}},
+                        {"channel": {"channelArn": CHANNEL_ARN, "encoderConfigurationArn": enc}}]
+        composition = d.cli("start-composition", "--stage-arn", LONG_STAGE_ARN, "--destinations",
+                            json.dumps(destinations))["composition"]
+        arn = composition["arn"]
+        channel = wait_destination(d, arn, "channel", {"ACTIVE", "FAILED"})
+        check(channel["state"] == "ACTIVE", f"channel destination: {channel}\n{d.log()}")
+        check(wait_destination(d, arn, "s3", {"ACTIVE"})["state"] == "ACTIVE", "s3 destination")
+        time.sleep(3)
+        d.cli("stop-composition", "--arn", arn)
+        check(wait_state(d, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition should stop cleanly")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
+        check(all(x["state"] == "STOPPED" for x in final["destinations"]), f"destinations: {final['destinations']}")
+        details = channel_events(d, arn, channel["id"])
+        check([e["event_name"] for e in details] == ["Destination Start", "Destination End"], f"channel events: {details}")
+        check_recording(d, final)
+        metrics = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+        for kind, minimum in (("s3", 20_000), ("channel", 20_000)):
+            match = re.search(r'^stage_compositor_output_bytes_total\{destination_type="%s"\} (\d+)' % kind, metrics, re.M)
+            check(match and int(match.group(1)) >= minimum, f"output bytes ({kind}) in /metrics:\n{metrics}")
+        check(d.stop() == 0, "exit status")
+    finally:
+        nginx.stop()
+    flv = nginx.recording("sk_daemon")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_type,codec_name,width,height",
+                            "-of", "json", flv], capture_output=True, text=True, timeout=60)
+    check(probe.returncode == 0, f"ffprobe {flv}: {probe.stderr}")
+    info = json.loads(probe.stdout)
+    video = [s for s in info["streams"] if s["codec_type"] == "video"]
+    audio = [s for s in info["streams"] if s["codec_type"] == "audio"]
+    check(video and video[0]["codec_name"] == "h264" and (video[0]["width"], video[0]["height"]) == (320, 180),
+          f"channel video: {info}")
+    check(audio and audio[0]["codec_name"] == "aac", f"channel audio: {info}")
+    check(float(info["format"]["duration"]) >= 2.0, f"channel recording too short: {info['format']}")
+    decode = subprocess.run(["ffmpeg", "-v", "error", "-i", flv, "-f", "null", "-"], capture_output=True, text=True, timeout=60)
+    check(decode.returncode == 0, f"decode {flv}: {decode.stderr[:2000]}")
+
+
+def test_channel_refused_fails_alone(d):
+    """A channel whose ingest port is closed: RECONNECTING, then FAILED with "connection refused"
+    (Destination Failure), while the composition stays ACTIVE and the s3 recording completes."""
+    closed = free_port()
+    d.reconfigure(channels=[{"arn": CHANNEL_ARN, "ingestEndpoint": f"rtmp://127.0.0.1:{closed}/live",
+                                               "streamKey": "sk_closed",
+                                               "reconnect": {"maxRetries": 2, "baseIntervalSeconds": 0.2}}])
+    d.start()
+    enc, sto = setup_configurations(d)
+    destinations = [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}},
+                    {"channel": {"channelArn": CHANNEL_ARN}}]
+    composition = d.cli("start-composition", "--stage-arn", LONG_STAGE_ARN, "--destinations",
+                        json.dumps(destinations))["composition"]
+    arn = composition["arn"]
+    channel = wait_destination(d, arn, "channel", {"FAILED"})
+    s3 = wait_destination(d, arn, "s3", {"ACTIVE"})
+    check(d.cli("get-composition", "--arn", arn)["composition"]["state"] == "ACTIVE",
+          "the composition stays ACTIVE while the s3 destination is")
+    details = channel_events(d, arn, channel["id"])
+    check([e["event_name"] for e in details] == ["Destination Reconnecting", "Destination Failure"], f"channel events: {details}")
+    check(details[-1]["reason"] == "connection refused", f"reason: {details[-1]}")
+    check("endTime" in channel, f"a failed destination has its endTime: {channel}")
+    time.sleep(2)
+    d.cli("stop-composition", "--arn", arn)
+    check(wait_state(d, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition should stop cleanly")
+    final = d.cli("get-composition", "--arn", arn)["composition"]
+    states = {("channel" if "channel" in x["configuration"] else "s3"): x["state"] for x in final["destinations"]}
+    check(states == {"channel": "FAILED", "s3": "STOPPED"}, f"destination states: {states}")
+    names = [e["detail"]["event_name"] for e in d.events() if e["resources"] == [arn]]
+    check(names[0] == "Session Start" and names[-1] == "Session End" and names.count("Destination End") == 1,
+          f"events: {names}")
+    check(s3["id"] != channel["id"], "two destinations")
+    check_recording(d, final, min_seconds=1.0)
+    check(d.stop() == 0, "exit status")
 
 
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
@@ -544,6 +768,8 @@ def main():
     try:
         if name == "kill9_restart_finalizes_recording":
             daemon = Daemon(binary, workdir, idle=60)
+        if name == "sigv4_auth":
+            daemon = Daemon(binary, workdir, auth={"enabled": True, "accessKeys": {"AKIDEXAMPLE": "secret"}})
         TESTS[name](daemon)
         print(f"PASS {name}")
         return 0
