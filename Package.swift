@@ -117,6 +117,7 @@ let package = Package(
             name: "stage-compositor",
             dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict

@@ -9,7 +9,7 @@ import Testing
         let storage = try await MotoServer.storage()
         var bytes = [UInt8](repeating: 0, count: 300_000)
         for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 13) }
-        bytes.replaceSubrange(0..<256, with: Array(0...255))
+        bytes.replaceSubrange(0..<256, with: (0...255).map { UInt8($0) })
         let data = Data(bytes)
         let key = "stage/comp/dest/composite/media/hls/720p30-x/0 1.ts"
         #expect(await storage.exists(key: key) == false)

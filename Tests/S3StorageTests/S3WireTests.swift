@@ -28,6 +28,20 @@ import Testing
                 == "https://s3.amazonaws.com/media/k")
     }
 
+    @Test func bucketURLOfTheComposeFlag() throws {
+        let parsed = try #require(S3StorageConfiguration(bucketURL: URL(string: "http://127.0.0.1:9000/media/live/rec")!,
+                                                         region: "us-east-1", accessKeyId: "A", secretAccessKey: "S"))
+        #expect(parsed.endpoint.absoluteString == "http://127.0.0.1:9000")
+        #expect(parsed.bucket == "media")
+        #expect(parsed.keyPrefix == "live/rec")
+        #expect(parsed.pathStyle)
+        #expect(parsed.displayURL(forKey: "a/b.m3u8") == "s3://media/live/rec/a/b.m3u8")
+        #expect(S3StorageConfiguration(bucketURL: URL(string: "http://127.0.0.1:9000/")!, region: "r",
+                                       accessKeyId: "A", secretAccessKey: "S") == nil)
+        #expect(S3StorageConfiguration(bucketURL: URL(string: "ftp://h/b")!, region: "r",
+                                       accessKeyId: "A", secretAccessKey: "S") == nil)
+    }
+
     @Test func endpointPathAndKeyPrefix() {
         let gateway = configuration("http://gw.local:8080/s3/", keyPrefix: "/recordings//live/")
         #expect(gateway.objectKeyPrefix == "recordings/live/")
@@ -121,7 +135,7 @@ import Testing
         typealias Request = (method: String, key: String?, query: [(name: String, value: String)],
                              headers: [(name: String, value: String)], body: [UInt8])
         let requests: [Request] = [
-            ("PUT", "stage/comp/a b+c=d/ü~(1).ts", [], [(name: "Content-Type", value: "video/mp2t")], Array(0...255)),
+            ("PUT", "stage/comp/a b+c=d/ü~(1).ts", [], [(name: "Content-Type", value: "video/mp2t")], (0...255).map { UInt8($0) }),
             ("GET", "stage/x.json", [], [], []),
             ("HEAD", "stage/x.json", [], [], []),
             ("GET", nil, [(name: "list-type", value: "2"), (name: "prefix", value: SigV4Path.encodeQueryValue("a b/c+")),

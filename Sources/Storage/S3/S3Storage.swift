@@ -199,7 +199,7 @@ public struct S3Storage: ObjectStorage {
         let detail = error.map { "\($0.code): \($0.message)" } ?? "HTTP \(response.status)"
         let bucket = configuration.bucket
         switch (response.status, error?.code) {
-        case (404, "NoSuchBucket"):
+        case (404, "NoSuchBucket"?):
             return .ioFailure(key: key, message: "\(operation) on bucket '\(bucket)' failed: \(detail)")
         case (404, _) where operation != "ListObjectsV2":
             return .notFound(key: key)

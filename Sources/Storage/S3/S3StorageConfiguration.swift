@@ -75,3 +75,25 @@ public struct S3StorageConfiguration: Sendable, Equatable {
         return ("\(scheme)://\(host)\(path)", host, path)
     }
 }
+
+extension S3StorageConfiguration {
+    /// A path-style bucket URL, `http[s]://host[:port]/bucket[/key/prefix]`, as the
+    /// `compose --s3` flag takes it; nil when the URL names no bucket.
+    public init?(bucketURL: URL, region: String, accessKeyId: String, secretAccessKey: String, sessionToken: String? = nil) {
+        let parts = bucketURL.path.split(separator: "/").map(String.init)
+        guard let scheme = bucketURL.scheme, ["http", "https"].contains(scheme), let host = bucketURL.host,
+              let bucket = parts.first, !bucket.isEmpty else { return nil }
+        var components = URLComponents()
+        components.scheme = scheme
+        components.host = host
+        components.port = bucketURL.port
+        guard let endpoint = components.url else { return nil }
+        let prefix = parts.dropFirst().joined(separator: "/")
+        self.init(endpoint: endpoint, bucket: bucket, region: region, accessKeyId: accessKeyId,
+                  secretAccessKey: secretAccessKey, sessionToken: sessionToken, pathStyle: true,
+                  keyPrefix: prefix.isEmpty ? nil : prefix)
+    }
+
+    /// Where `key` lives, for messages: `s3://bucket/prefix/key`.
+    public func displayURL(forKey key: String) -> String { "s3://\(bucket)/\(objectKeyPrefix)\(key)" }
+}

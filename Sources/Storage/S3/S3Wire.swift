@@ -2,6 +2,7 @@
 // the ListObjectsV2 result, and the <Error> body. A tiny parser instead of XMLParser: the
 // documents are flat, and FoundationXML would drag libxml2 into the daemon.
 internal import Auth
+internal import Foundation
 
 enum SigV4Path {
     /// S3 URI-encoding of a key: every byte but `A-Z a-z 0-9 - . _ ~` and `/` as `%XX`.
@@ -29,25 +30,25 @@ enum S3XML {
     static func listPage(_ text: String) -> S3ListPage? {
         guard text.contains("<ListBucketResult") else { return nil }
         var keys: [String] = []
-        for contents in elements(named: "Contents", in: text) {
+        for contents in elements(named: "Contents", in: text[...]) {
             if let key = elements(named: "Key", in: contents).first { keys.append(unescape(key)) }
         }
-        let truncated = elements(named: "IsTruncated", in: text).first.map { $0.trimmingSpaces == "true" } ?? false
-        let token = elements(named: "NextContinuationToken", in: text).first.map(unescape)
+        let truncated = elements(named: "IsTruncated", in: text[...]).first.map { $0.trimmingSpaces == "true" } ?? false
+        let token = elements(named: "NextContinuationToken", in: text[...]).first.map(unescape)
         return S3ListPage(keys: keys, isTruncated: truncated, nextContinuationToken: token)
     }
 
     static func error(_ text: String) -> S3ErrorBody? {
-        guard let body = elements(named: "Error", in: text).first,
+        guard let body = elements(named: "Error", in: text[...]).first,
               let code = elements(named: "Code", in: body).first else { return nil }
         return S3ErrorBody(code: unescape(code), message: elements(named: "Message", in: body).first.map(unescape) ?? "")
     }
 
     /// The inner text of every `<name>…</name>` (or empty `<name/>`) at any depth, in order.
-    static func elements(named name: String, in text: String) -> [Substring] {
+    static func elements(named name: String, in text: Substring) -> [Substring] {
         var found: [Substring] = []
         let open = "<\(name)", close = "</\(name)>"
-        var rest = text[...]
+        var rest = text
         while let start = rest.range(of: open) {
             let afterName = rest[start.upperBound...]
             guard let next = afterName.first else { break }
@@ -57,7 +58,7 @@ enum S3XML {
                 rest = afterName
                 continue
             }
-            if afterName[afterName.index(before: tagEnd)] == "/" {
+            if tagEnd > afterName.startIndex, afterName[afterName.index(before: tagEnd)] == "/" {
                 found.append(afterName[tagEnd..<tagEnd])
                 rest = afterName[afterName.index(after: tagEnd)...]
                 continue

@@ -18,7 +18,8 @@ struct MotoServer: Sendable {
     var accessKeyId: String
     var secretAccessKey: String
 
-    static let httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
+    /// AsyncHTTPClient's process-wide client: lives as long as the test process.
+    static var httpClient: HTTPClient { .shared }
 
     /// The shared server, started on first use.
     static func shared() async throws -> MotoServer { try await startOnce.value }
