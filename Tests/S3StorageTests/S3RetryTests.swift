@@ -69,7 +69,9 @@ import Testing
         let port = try await freePort()
         let storage = S3Storage(configuration: S3StorageConfiguration(
             endpoint: URL(string: "http://127.0.0.1:\(port)")!, bucket: "media", region: "us-east-1",
-            accessKeyId: "AKID", secretAccessKey: "secret", maxAttempts: 2, baseRetryDelay: .milliseconds(10)),
+            accessKeyId: "AKID", secretAccessKey: "secret", maxAttempts: 2, baseRetryDelay: .milliseconds(10),
+            // AsyncHTTPClient keeps re-dialling a refused port until the request deadline.
+            requestTimeout: .seconds(1)),
             httpClient: MotoServer.httpClient)
         let error = await #expect(throws: StorageError.self) { try await storage.put(text: "x", key: "k.json") }
         guard case .ioFailure(let key, let message) = error else {
