@@ -13,7 +13,7 @@ import Testing
 
 @Suite struct S3CompositionTests {
     @Test func composedRecordingLandsInS3AndPlays() async throws {
-        let storage = try await MotoServer.storage(prefix: "recordings")
+        let storage = try await MotoServer.storage(prefix: "recordings", open: true)
         let outcome = try await onThread { () throws -> (CompositionResult, String, String, String) in
             var logger = Logger(label: "s3-e2e")
             logger.logLevel = .error

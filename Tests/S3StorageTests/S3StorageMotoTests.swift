@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func listFollowsContinuationTokensAndHonoursPrefix() async throws {
-        let storage = try await MotoServer.storage(listPageSize: 4)
+        let storage = try await MotoServer.storage(listPageSize: 4, open: true)
         let segments = (0..<23).map { String(format: "rec/media/seg%05d.ts", $0) }
         let others = ["rec/events/recording-started.json", "record.json", "rec/media2/x.ts"]
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func overwriteReplacesTheObject() async throws {
-        let storage = try await MotoServer.storage()
+        let storage = try await MotoServer.storage(open: true)
         try await storage.put(text: "#EXT-X-PLAYLIST-TYPE:EVENT\n", key: "p/playlist.m3u8")
         try await storage.put(text: "#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-ENDLIST\n", key: "p/playlist.m3u8")
         #expect(try await storage.get(key: "p/playlist.m3u8") == Data("#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-ENDLIST\n".utf8))

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Storage
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,13 +24,16 @@ struct MotoServer: Sendable {
 
     /// The shared server, started on first use.
     static func shared() async throws -> MotoServer { try await startOnce.value }
+    /// A second server with signature checking off, for listing (see moto_setup.py).
+    static func sharedOpen() async throws -> MotoServer { try await startOpenOnce.value }
 
-    private static let startOnce = Task { try await start() }
+    private static let startOnce = Task { try await start(checkingSignatures: true) }
+    private static let startOpenOnce = Task { try await start(checkingSignatures: false) }
 
     /// A storage on the shared bucket, isolated from other tests by its key prefix.
     static func storage(prefix: String = "t-\(UUID().uuidString.prefix(8))", secret: String? = nil,
-                        listPageSize: Int = 1000) async throws -> S3Storage {
-        let server = try await shared()
+                        listPageSize: Int = 1000, open: Bool = false) async throws -> S3Storage {
+        let server = open ? try await sharedOpen() : try await shared()
         let configuration = S3StorageConfiguration(
             endpoint: server.endpoint, bucket: server.bucket, region: server.region,
             accessKeyId: server.accessKeyId, secretAccessKey: secret ?? server.secretAccessKey,
@@ -37,7 +41,7 @@ struct MotoServer: Sendable {
         return S3Storage(configuration: configuration, httpClient: httpClient, listPageSize: listPageSize)
     }
 
-    private static func start() async throws -> MotoServer {
+    private static func start(checkingSignatures: Bool) async throws -> MotoServer {
         let port = try await freePort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -45,8 +49,10 @@ struct MotoServer: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        motoPID = process.processIdentifier
-        atexit { if motoPID > 0 { kill(motoPID, SIGTERM) } }
+        // SIGKILL: a child started by Foundation's Process inherits blocked signals and may
+        // ignore SIGTERM; moto holds nothing worth flushing.
+        motoPIDs.withLock { $0.append(process.processIdentifier) }
+        atexit { motoPIDs.withLock { $0.forEach { kill($0, SIGKILL) } } }
 
         let endpoint = URL(string: "http://127.0.0.1:\(port)")!
         let deadline = ContinuousClock.now + .seconds(30)
@@ -63,14 +69,15 @@ struct MotoServer: Sendable {
         }
         let bucket = "stage-compositor-tests", region = "us-east-1"
         let output = try await runTool(["python3", Paths.testsFolder.appendingPathComponent("moto_setup.py").path,
-                                        endpoint.absoluteString, bucket, region])
+                                        endpoint.absoluteString, bucket, region,
+                                        checkingSignatures ? "auth" : "open"])
         let credentials = try JSONDecoder().decode([String: String].self, from: output)
         return MotoServer(endpoint: endpoint, bucket: bucket, region: region,
                           accessKeyId: credentials["accessKeyId"] ?? "", secretAccessKey: credentials["secretAccessKey"] ?? "")
     }
 }
 
-nonisolated(unsafe) private var motoPID: pid_t = 0
+private let motoPIDs = Mutex<[pid_t]>([])
 
 /// A port nobody listens on right now (bound then released).
 func freePort() async throws -> Int {
