@@ -30,4 +30,9 @@ if [[ "${1:-}" == "--test" ]]; then
     echo "installing: awscli boto3 (pip)"
     python3 -m pip install -q awscli boto3
   fi
+  # S3StorageTests run against moto_server (a local S3 that checks SigV4 signatures).
+  if ! command -v moto_server >/dev/null || ! python3 -c "import moto.server, flask" 2>/dev/null; then
+    echo "installing: moto[server] (pip)"
+    python3 -m pip install -q "moto[server]"
+  fi
 fi

@@ -118,7 +118,7 @@ public enum SigV4Canonical {
 
     /// Percent-encodes the UTF-8 bytes of `text` outside the unreserved set (and `/` when
     /// `keepSlash`), upper-case hex, as Python's `quote(text, safe='/~')` / `safe='-_.~'`.
-    static func percentEncode(_ text: String, keepSlash: Bool) -> String {
+    public static func percentEncode(_ text: String, keepSlash: Bool) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {

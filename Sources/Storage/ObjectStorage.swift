@@ -1,6 +1,6 @@
 // Object storage behind one protocol: a bucket-like key/value store of immutable objects.
 // `LocalDirectoryStorage` is the embedded default (a directory stands in for a bucket);
-// an S3-compatible implementation comes later behind the same protocol.
+// `S3Storage` talks to any S3-compatible endpoint behind the same protocol.
 public import Foundation
 
 /// The storage layer's one error type. Every case names the key at fault.
@@ -8,6 +8,9 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The key is not a safe relative object key (empty, absolute, `..`, backslash, NUL, ...).
     case invalidKey(key: String, reason: String)
     case notFound(key: String)
+    /// The backend refused the credentials or the permission (S3 403: AccessDenied,
+    /// SignatureDoesNotMatch, InvalidAccessKeyId, ...); `message` carries the server's words.
+    case accessDenied(key: String, message: String)
     /// The backend failed: a file-system error locally, a request failure remotely.
     case ioFailure(key: String, message: String)
 
@@ -15,6 +18,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .invalidKey(let key, let reason): "invalid object key '\(key)': \(reason)"
         case .notFound(let key): "object '\(key)' not found"
+        case .accessDenied(let key, let message): "access denied to '\(key)': \(message)"
         case .ioFailure(let key, let message): "storage failure on '\(key)': \(message)"
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Destinations
 import FFmpeg
 import Foundation
@@ -26,6 +27,10 @@ struct ComposeCommand: ParsableCommand {
 
     @Option(help: "Storage root standing in for the S3 bucket.")
     var out: String = "out"
+
+    @Option(help: ArgumentHelp("Record to an S3-compatible bucket instead of --out: http[s]://host[:port]/bucket[/key-prefix] (path style).",
+                               discussion: "Credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); region from AWS_REGION (default us-east-1)."))
+    var s3: String?
 
     @Option(help: "Also push the composition to a channel: rtmp[s]://host[:port]/app/streamkey (reconnects with linear backoff, 5 retries).")
     var rtmp: String?
@@ -76,11 +81,21 @@ struct ComposeCommand: ParsableCommand {
                 } catch { throw CLIFailure("--rtmp: \(error)") }
             }
 
+            // The client outlives the composition: uploads finish before `run` returns.
+            let httpClient: HTTPClient? = s3 == nil ? nil : HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { try? httpClient?.syncShutdown() }
+            let s3Configuration = try s3.map(parseS3)
+            let storage: any ObjectStorage = if let s3Configuration, let httpClient {
+                S3Storage(configuration: s3Configuration, httpClient: httpClient, logger: logger)
+            } else {
+                LocalDirectoryStorage(rootPath: out)
+            }
+
             let compositionId = makeResourceID()
             let plan = CompositionPlan(
                 compositionId: compositionId, encoder: spec, layout: layoutConfiguration,
                 recording: !record ? nil : RecordingDestinationPlan(destinationId: makeResourceID(),
-                                                                    storage: LocalDirectoryStorage(rootPath: out),
+                                                                    storage: storage,
                                                                     encoderConfigurationId: makeResourceID(),
                                                                     targetSegmentDurationSeconds: segmentDuration,
                                                                     thumbnails: thumbnailPlan),
@@ -103,7 +118,8 @@ struct ComposeCommand: ParsableCommand {
             progress.finish(result)
             let root = URL(fileURLWithPath: out).standardizedFileURL
             if let sink = runner.recordingSink {
-                print(root.appendingPathComponent(sink.multivariantPlaylistKey).path)
+                print(s3Configuration?.displayURL(forKey: sink.multivariantPlaylistKey)
+                      ?? root.appendingPathComponent(sink.multivariantPlaylistKey).path)
             }
             if let failure = result.failedSinks.sorted(by: { $0.key < $1.key }).first {
                 throw CLIFailure("\(failure.key) failed: \(failure.value)")
@@ -154,4 +170,19 @@ final class ProgressLine {
                           enabled ? "\r" : "", composed, result.frames, elapsed, composed / elapsed)
         FileHandle.standardError.write(Data(line.utf8))
     }
+}
+
+/// `--s3 URL` plus the AWS_* environment variables.
+private func parseS3(_ text: String) throws -> S3StorageConfiguration {
+    let environment = ProcessInfo.processInfo.environment
+    guard let accessKeyId = environment["AWS_ACCESS_KEY_ID"], let secret = environment["AWS_SECRET_ACCESS_KEY"] else {
+        throw CLIFailure("--s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+    }
+    guard let url = URL(string: text),
+          let configuration = S3StorageConfiguration(bucketURL: url, region: environment["AWS_REGION"] ?? "us-east-1",
+                                                     accessKeyId: accessKeyId, secretAccessKey: secret,
+                                                     sessionToken: environment["AWS_SESSION_TOKEN"]) else {
+        throw CLIFailure("--s3: '\(text)' is not http[s]://host[:port]/bucket[/key-prefix]")
+    }
+    return configuration
 }
