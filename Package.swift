@@ -85,6 +85,12 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // Live stages: publishers on the stage now, their media fanned out to compositions.
+        .target(
+            name: "LiveStage",
+            dependencies: ["FFmpeg", "MediaCore", "Pipeline", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         .target(
             name: "Destinations",
             dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline", "Storage",
@@ -145,6 +151,8 @@ let package = Package(
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
+        .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore",
+                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(
             name: "EventSinksTests",

@@ -2,7 +2,7 @@
 // (whole seconds, UTC) and botocore parses it with dateutil; the CLI reprints it as
 // "+00:00". Kept as integer seconds since the Unix epoch: no floating-point time.
 
-public import MediaCore
+import MediaCore
 
 /// A UTC instant with one-second resolution, coded as an ISO 8601 string.
 public struct APITimestamp: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {

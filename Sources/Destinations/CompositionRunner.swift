@@ -2,7 +2,7 @@
 // source, the encoder settings, and one sink per destination. Shared by `compose` and the
 // daemon so both run exactly the same code.
 
-public import Foundation
+import Foundation
 public import HLS
 public import Layout
 public import MediaCore

@@ -1,6 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
-public import MediaCore
+import MediaCore
 
 public enum SendResult: Equatable { case accepted, outputFull, ended }
 public enum ReceiveResult: Equatable { case frame, needsInput, endOfStream }
@@ -29,17 +29,21 @@ public final class Decoder {
     private var context: UnsafeMutablePointer<AVCodecContext>?
     public let stream: StreamInfo
 
-    public init(demuxer: Demuxer, stream: StreamInfo, limits: DecoderLimits = DecoderLimits()) throws(FFmpegError) {
+    public convenience init(demuxer: Demuxer, stream: StreamInfo, limits: DecoderLimits = DecoderLimits()) throws(FFmpegError) {
+        try self.init(parameters: try demuxer.parameters(of: stream), stream: stream, limits: limits)
+    }
+
+    /// Opens a decoder for `parameters`; `stream` names it and gives the packets' time base.
+    public init(parameters: CodecParameters, stream: StreamInfo, limits: DecoderLimits = DecoderLimits()) throws(FFmpegError) {
         self.stream = stream
-        let parameters = demuxer.codecParameters(of: stream.index)
-        guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
+        guard let codec = avcodec_find_decoder(parameters.pointer.pointee.codec_id) else {
             throw FFmpegError(kind: .unsupported, operation: "decoder for \(stream.codecName)", message: "no decoder")
         }
         guard let ctx = avcodec_alloc_context3(codec) else {
             throw FFmpegError(kind: .outOfMemory, operation: "decoder for \(stream.codecName)", message: "allocation failed")
         }
         context = ctx
-        try check(avcodec_parameters_to_context(ctx, parameters), "decoder parameters for \(stream.codecName)")
+        try check(avcodec_parameters_to_context(ctx, parameters.pointer), "decoder parameters for \(stream.codecName)")
         ctx.pointee.pkt_timebase = stream.timeBase.avRational
         ctx.pointee.max_pixels = limits.maxPixels
         ctx.pointee.max_samples = limits.maxSamples

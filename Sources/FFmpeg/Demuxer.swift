@@ -19,6 +19,20 @@ public struct StreamInfo: Sendable, Equatable {
     public var rotationDegrees: Int
     /// First timestamp in `timeBase`, nil when unknown.
     public var startTime: Int64?
+
+    public init(index: Int, type: MediaType, codecName: String, timeBase: Rational, width: Int = 0, height: Int = 0,
+                sampleRate: Int = 0, channelCount: Int = 0, rotationDegrees: Int = 0, startTime: Int64? = nil) {
+        self.index = index
+        self.type = type
+        self.codecName = codecName
+        self.timeBase = timeBase
+        self.width = width
+        self.height = height
+        self.sampleRate = sampleRate
+        self.channelCount = channelCount
+        self.rotationDegrees = rotationDegrees
+        self.startTime = startTime
+    }
 }
 
 public enum ReadResult: Equatable { case packet, endOfFile }
@@ -99,8 +113,8 @@ public final class Demuxer {
         return .packet
     }
 
-    /// Codec parameters of a stream, for opening its decoder.
-    func codecParameters(of index: Int) -> UnsafeMutablePointer<AVCodecParameters> {
-        context!.pointee.streams[index]!.pointee.codecpar
+    /// A copy of a stream's codec parameters, for opening its decoder.
+    public func parameters(of stream: StreamInfo) throws(FFmpegError) -> CodecParameters {
+        try CodecParameters(copying: context!.pointee.streams[stream.index]!.pointee.codecpar)
     }
 }

@@ -1,6 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
-public import MediaCore
+import MediaCore
 
 /// A libavformat muxer writing either to a URL (file, rtmp://) or to memory (HLS segments,
 /// handed to storage as bytes).

@@ -61,6 +61,14 @@ public final class Resampler {
         return Int(try check(count, "flush resampler"))
     }
 
+    /// Stretches (positive `samples`) or squeezes the output by `samples` spread evenly over
+    /// the next `distance` output samples: a live publisher's clock drifts against ours, and
+    /// this absorbs it without a click, at a rate far below what the ear notices.
+    public func compensate(samples: Int, over distance: Int) throws(FFmpegError) {
+        guard let context, distance > 0 else { return }
+        try check(swr_set_compensation(context, Int32(samples), Int32(distance)), "audio drift compensation")
+    }
+
     private func configure(for frame: Frame) throws(FFmpegError) {
         swr_free(&context)
         var inputLayout = AVChannelLayout()

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The composition clock's source of "now". The daemon uses the wall clock; tests and
 /// as-fast-as-possible renders use a `ManualClock` that only moves when told to, so every
@@ -8,6 +11,8 @@ public protocol MediaClock: Sendable {
     func now() -> MediaTime
     /// Waits until `deadline`; a manual clock returns at once after advancing to it.
     func sleep(until deadline: MediaTime) async throws
+    /// The same, blocking the calling thread (a composition's own thread, never a task).
+    func sleepBlocking(until deadline: MediaTime)
 }
 
 /// Wall-clock time from the system's monotonic clock.
@@ -26,6 +31,16 @@ public struct SystemMediaClock: MediaClock {
     public func sleep(until deadline: MediaTime) async throws {
         let remaining = deadline.microsecondsValue - now().microsecondsValue
         if remaining > 0 { try await Task.sleep(for: .microseconds(remaining)) }
+    }
+
+    public func sleepBlocking(until deadline: MediaTime) {
+        while true {
+            let remaining = deadline.microsecondsValue - now().microsecondsValue
+            guard remaining > 0 else { return }
+            var request = timespec(tv_sec: Int(remaining / 1_000_000), tv_nsec: Int(remaining % 1_000_000) * 1000)
+            var left = timespec()
+            _ = nanosleep(&request, &left)
+        }
     }
 }
 
@@ -46,6 +61,10 @@ public final class ManualMediaClock: MediaClock {
     }
 
     public func sleep(until deadline: MediaTime) async throws {
+        advance(to: deadline)
+    }
+
+    public func sleepBlocking(until deadline: MediaTime) {
         advance(to: deadline)
     }
 }

@@ -1,7 +1,9 @@
-// One publisher's media, pulled on demand by the composition clock: demux, decode, map
-// timestamps onto the stage clock. Video keeps the latest frame at or before the clock and
-// the next one after it; audio is decoded, resampled to the mix format and parked in an
-// AudioRing by stage sample position. Errors mid-stream end this participant's media only.
+// One publisher's media, pulled on demand by the composition clock: read packets from the
+// participant's media source (a file, or a live publisher's queue), decode, map timestamps
+// onto the stage clock. Video keeps the latest frame at or before the clock and the next one
+// after it; audio is decoded, resampled to the mix format and parked in an AudioRing by stage
+// sample position. Errors mid-stream end this participant's media only. A live source may
+// have nothing yet (the tick goes on without waiting) and may change codec setup mid-stream.
 
 public import FFmpeg
 public import Logging
@@ -11,14 +13,18 @@ public import Layout
 public final class ParticipantSubscriber {
     public let participantId: String
     public let mixRate: Int
-    private let demuxer: Demuxer
-    private let videoDecoder: Decoder?
-    private let audioDecoder: Decoder?
+    private let source: any ParticipantMediaSource
+    private var videoDecoder: Decoder?
+    private var audioDecoder: Decoder?
+    private let limits: DecoderLimits
     private let resampler = Resampler()
     private let logger: Logger
     /// Stage microseconds at which the media's first timestamp plays.
     private let offsetMicroseconds: Int64
     private let fileStart: Int64
+    /// Configuration records to hand the running decoders with their next packet.
+    private var pendingVideoExtradata: [UInt8]?
+    private var pendingAudioExtradata: [UInt8]?
 
     // Video: `current` is shown; `pending` is the next frame, not due yet.
     public let current = Frame()
@@ -47,6 +53,8 @@ public final class ParticipantSubscriber {
     private let scratchRight: UnsafeMutablePointer<Float>
     private let scratchCapacity = 48_000
     private let decodedAudio = Frame()
+    /// The resampler is stretching or squeezing to follow a live publisher's clock.
+    private var compensating = false
 
     private let readPacket = Packet()
     public private(set) var endOfMedia = false
@@ -59,41 +67,85 @@ public final class ParticipantSubscriber {
     public var hasVideoStream: Bool { videoDecoder != nil }
 
     /// Stage time (µs) at which this participant's media ends, when the container knows.
-    public var mediaEndTime: Int64? { demuxer.durationMicroseconds.map { offsetMicroseconds + $0 } }
+    public var mediaEndTime: Int64? { source.durationMicroseconds.map { offsetMicroseconds + $0 } }
 
-    public init(participantId: String, mediaPath: String, offset: MediaTime, mixRate: Int = 48_000,
+    /// A recorded participant: the media file at `mediaPath`.
+    public convenience init(participantId: String, mediaPath: String, offset: MediaTime, mixRate: Int = 48_000,
+                            limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(FFmpegError) {
+        try self.init(participantId: participantId, source: try DemuxerMediaSource(url: mediaPath), offset: offset,
+                      mixRate: mixRate, limits: limits, logger: logger)
+    }
+
+    /// - Parameter offset: stage time at which the source's first timestamp plays.
+    public init(participantId: String, source: any ParticipantMediaSource, offset: MediaTime, mixRate: Int = 48_000,
                 limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(FFmpegError) {
         self.participantId = participantId
         self.mixRate = mixRate
         self.logger = logger
-        demuxer = try Demuxer(url: mediaPath)
+        self.source = source
+        self.limits = limits
         offsetMicroseconds = offset.microsecondsValue
-        fileStart = demuxer.startTimeMicroseconds ?? 0
-        let videoStream = demuxer.bestStream(.video)
-        let audioStream = demuxer.bestStream(.audio)
-        if let videoStream, ParticipantSubscriber.isAbove1080p(width: videoStream.width, height: videoStream.height) {
-            videoTooLarge = true
-            videoDecoder = nil
-        } else if let videoStream {
-            // The display matrix gives counter-clockwise degrees; turn the other way.
-            rotationTurns = ((Int((Double(-videoStream.rotationDegrees) / 90).rounded()) % 4) + 4) % 4
-            // Frame threads let decoding overlap the compositor and the encoder; the extra
-            // frame of decoder delay does not matter in a pull model.
-            var videoLimits = limits
-            videoLimits.threads = limits.videoThreads
-            videoDecoder = try Decoder(demuxer: demuxer, stream: videoStream, limits: videoLimits)
-        } else {
-            videoDecoder = nil
-        }
-        let demuxer = self.demuxer
-        audioDecoder = try audioStream.map { (stream) throws(FFmpegError) in try Decoder(demuxer: demuxer, stream: stream, limits: limits) }
+        fileStart = source.startTimeMicroseconds ?? 0
         frameStep = 33_333
-        videoMapper = TimestampMapper(offset: offsetMicroseconds - fileStart)
-        audioMapper = TimestampMapper(offset: offsetMicroseconds - fileStart)
+        // A live source's timestamps are already on the stage clock (arrival-anchored, with
+        // their own discontinuity handling): only shift them, never re-anchor on a gap.
+        let gap: Int64 = source.isLive ? .max / 4 : 10_000_000
+        videoMapper = TimestampMapper(offset: offsetMicroseconds - fileStart, maxForwardGap: gap)
+        audioMapper = TimestampMapper(offset: offsetMicroseconds - fileStart, maxForwardGap: gap)
         audio = AudioRing(capacity: mixRate * 10)
         scratchLeft = .allocate(capacity: scratchCapacity)
         scratchRight = .allocate(capacity: scratchCapacity)
-        if videoDecoder == nil { videoDrained = true; videoDecoderEnded = true }
+        videoDrained = true
+        videoDecoderEnded = true
+        if let video = source.stream(.video) { try openVideo(video) }
+        if let audio = source.stream(.audio) { audioDecoder = try Decoder(parameters: audio.parameters, stream: audio.info, limits: limits) }
+    }
+
+    /// (Re)opens the video decoder for a stream, or marks the participant audio-only when
+    /// its picture is above 1080p (announced sizes only; decoded sizes are checked again).
+    private func openVideo(_ setup: MediaStreamSetup) throws(FFmpegError) {
+        videoDecoder = nil
+        if ParticipantSubscriber.isAbove1080p(width: setup.info.width, height: setup.info.height) {
+            videoTooLarge = true
+            return
+        }
+        videoTooLarge = false
+        // The display matrix gives counter-clockwise degrees; turn the other way.
+        rotationTurns = ((Int((Double(-setup.info.rotationDegrees) / 90).rounded()) % 4) + 4) % 4
+        // Frame threads let decoding overlap the compositor and the encoder; the extra
+        // frame of decoder delay does not matter in a pull model.
+        var videoLimits = limits
+        videoLimits.threads = limits.videoThreads
+        videoDecoder = try Decoder(parameters: setup.parameters, stream: setup.info, limits: videoLimits)
+        videoDrained = false
+        videoDecoderEnded = false
+        videoEndTime = nil
+    }
+
+    /// A live source announced a new stream setup: same codec → the running decoder gets the
+    /// new configuration record in band (no gap); otherwise it is replaced.
+    private func streamChanged(_ type: MediaType) {
+        guard let setup = source.stream(type) else { return }
+        let running = type == .video ? videoDecoder : audioDecoder
+        if let running, let extradata = setup.inBandExtradata, running.stream.codecName == setup.info.codecName,
+           !(type == .video && ParticipantSubscriber.isAbove1080p(width: setup.info.width, height: setup.info.height)) {
+            if type == .video { pendingVideoExtradata = extradata } else { pendingAudioExtradata = extradata }
+            return
+        }
+        do {
+            if type == .video {
+                for packet in videoPackets { recycle(packet) }
+                videoPackets.removeAll(keepingCapacity: true)
+                pendingVideoExtradata = nil
+                try openVideo(setup)
+            } else {
+                pendingAudioExtradata = nil
+                audioDecoder = try Decoder(parameters: setup.parameters, stream: setup.info, limits: limits)
+            }
+        } catch {
+            logger.warning("cannot open decoder; dropping this stream", metadata: ["participant.id": "\(participantId)", "error": "\(error)"])
+            if type == .video { videoDecoder = nil } else { audioDecoder = nil }
+        }
     }
 
     deinit {
@@ -175,6 +227,8 @@ public final class ParticipantSubscriber {
                 if let packet = nextVideoPacket() {
                     sendVideo(packet, decoder: decoder)
                     recycle(packet)
+                } else if !endOfMedia {
+                    return false // a live source has nothing more yet
                 } else if !videoDrained {
                     videoDrained = true
                     _ = try? decoder.send(nil)
@@ -211,7 +265,9 @@ public final class ParticipantSubscriber {
 
     /// Decodes until the audio ring holds samples up to `position` (exclusive), or the media ends.
     public func advanceAudio(to position: Int64) {
-        guard audioDecoder != nil else { return }
+        // A live source is read even before it has audio: reading is how its stream setups
+        // (and a video-only publisher's packets) arrive.
+        guard audioDecoder != nil || source.isLive else { return }
         while !endOfMedia, audio.end < position || audioNextPosition == nil {
             // Stop pulling if this media has not started by then.
             if audioNextPosition == nil, Int64(mixRate) * offsetMicroseconds / 1_000_000 > position { return }
@@ -263,12 +319,38 @@ public final class ParticipantSubscriber {
         } else {
             position = audioNextPosition ?? Int64(mixRate) * offsetMicroseconds / 1_000_000
         }
-        // Keep audio contiguous unless it drifts by more than 20 ms (then resync).
-        if let expected = audioNextPosition, abs(position - expected) <= Int64(mixRate / 50) {
-            position = expected
+        if let expected = audioNextPosition {
+            let error = position - expected
+            if source.isLive {
+                // A live publisher's clock drifts against ours, and its timestamps slew with
+                // the arrival mapping: stay contiguous and stretch or squeeze the sound to
+                // follow; jump only on a real discontinuity (over 100 ms).
+                if abs(error) <= Int64(mixRate / 10) {
+                    position = expected
+                    followDrift(error: error)
+                }
+            } else if abs(error) <= Int64(mixRate / 50) {
+                // Recorded media: keep audio contiguous unless it is off by more than 20 ms.
+                position = expected
+            }
         }
         audio.write(left: scratchLeft, right: scratchRight, count: samples, at: position)
         audioNextPosition = position + Int64(samples)
+    }
+
+    /// Asks the resampler to absorb `error` samples (positive: the audio is due later than
+    /// contiguous playback would put it) over at least 200 × that many samples, i.e. a rate
+    /// change of at most 0.5 %. Errors within 2 ms are left alone (RTMP timestamps are whole
+    /// milliseconds, so an AAC frame's position wobbles by up to ±0.5 ms).
+    private func followDrift(error: Int64) {
+        let threshold = Int64(mixRate / 500)
+        if abs(error) > threshold {
+            try? resampler.compensate(samples: Int(error), over: max(Int(abs(error)) * 200, mixRate))
+            compensating = true
+        } else if compensating {
+            try? resampler.compensate(samples: 0, over: mixRate)
+            compensating = false
+        }
     }
 
     // MARK: Demux
@@ -277,25 +359,41 @@ public final class ParticipantSubscriber {
     /// False at end of media (or on a read error, which ends this participant's media).
     private func readOne() -> Bool {
         guard !endOfMedia else { return false }
-        let result: ReadResult
+        let result: MediaSourceRead
         do {
-            result = try demuxer.read(into: readPacket)
+            result = try source.read(into: readPacket)
         } catch {
             failure = error.description
             logger.warning("media read error; ending this participant's media", metadata: ["participant.id": "\(participantId)", "error": "\(error)"])
             finishMedia()
             return false
         }
-        if result == .endOfFile {
+        switch result {
+        case .endOfMedia:
             finishMedia()
             return false
-        }
-        if let video = videoDecoder, readPacket.streamIndex == video.stream.index {
+        case .wouldBlock:
+            return false
+        case .streamChanged(let type):
+            streamChanged(type)
+        case .packet(.video):
+            guard videoDecoder != nil else { break }
             let packet = videoPacketPool.popLast() ?? Packet()
             readPacket.move(into: packet)
+            if let extradata = pendingVideoExtradata {
+                pendingVideoExtradata = nil
+                try? packet.attachNewExtradata(extradata)
+            }
             videoPackets.append(packet)
-        } else if let audioDecoder, readPacket.streamIndex == audioDecoder.stream.index {
+        case .packet(.audio):
+            guard let audioDecoder else { break }
+            if let extradata = pendingAudioExtradata {
+                pendingAudioExtradata = nil
+                try? readPacket.attachNewExtradata(extradata)
+            }
             decodeAudio(readPacket, decoder: audioDecoder)
+        case .packet(.other):
+            break
         }
         return true
     }

@@ -4,7 +4,7 @@
 public import MediaCore
 public import Stages
 public import Logging
-public import FFmpeg
+import FFmpeg
 
 /// One participant as the compositor sees them at an instant.
 public struct StageParticipantState: Sendable, Equatable {
@@ -16,6 +16,17 @@ public struct StageParticipantState: Sendable, Equatable {
     public var isAudioMuted: Bool
     /// Arrival order: stage time of first publish (ms), then manifest order.
     public var arrivalIndex: Int
+
+    public init(participantId: String, userId: String, attributes: [String: String], isPublished: Bool,
+                isVideoStopped: Bool, isAudioMuted: Bool, arrivalIndex: Int) {
+        self.participantId = participantId
+        self.userId = userId
+        self.attributes = attributes
+        self.isPublished = isPublished
+        self.isVideoStopped = isVideoStopped
+        self.isAudioMuted = isAudioMuted
+        self.arrivalIndex = arrivalIndex
+    }
 }
 
 public protocol StageSource: AnyObject {

@@ -3,7 +3,7 @@
 // HTTP responder, and returns the Hummingbird application with the CompositionManager (and
 // the webhook sink, when configured) as services. Services shut down in reverse order: the
 // HTTP server first, then the manager (its last events), then the webhook (which flushes them).
-public import Foundation
+import Foundation
 public import Hummingbird
 import HTTPTypes
 public import Logging

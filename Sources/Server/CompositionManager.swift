@@ -11,7 +11,7 @@
 // interleaved calls never publish out of order or persist a stale snapshot.
 public import APIModels
 public import Foundation
-public import Lifecycle
+import Lifecycle
 public import Logging
 public import MediaCore
 public import Persistence

@@ -2,9 +2,9 @@
 // so each composition gets its own dedicated Thread (never the Swift concurrency pool); it
 // reports back through a callback that only enqueues (the manager's inbox), and stops when
 // `requestStop()` flips a flag the session polls once per output frame.
-public import Foundation
+import Foundation
 public import Layout
-public import MediaCore
+import MediaCore
 public import Pipeline
 public import Destinations
 import FFmpeg

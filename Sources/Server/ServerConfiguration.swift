@@ -2,7 +2,7 @@
 // (stages, buckets, state directory), the channels it can push to, quotas and lifecycle
 // timings. Relative paths are resolved against the file's folder. `validate()` collects
 // every problem at once so `stage-compositor config check` can print them all.
-public import Foundation
+import Foundation
 import APIModels
 
 public struct ServerConfiguration: Codable, Sendable, Equatable {

@@ -1,0 +1,178 @@
+// The hand-off between a publisher's connection (a NIO event loop: parse, timestamp, push)
+// and a composition's thread (pop, decode). One queue per composition per publisher,
+// bounded in packets and bytes; a consumer that falls too far behind loses the stale media
+// and resumes at the next keyframe, and never slows the publisher or other compositions.
+
+public import FFmpeg
+import Synchronization
+
+/// One compressed packet (or a stream setup) on its way to a composition.
+public struct LiveMediaPacket: Sendable {
+    public enum Content: Sendable {
+        /// The publisher (re)announced this stream's codec setup.
+        case configuration(CodecConfiguration)
+        /// Coded media (length-prefixed NAL units, AAC raw frames ...).
+        case data([UInt8])
+    }
+
+    public var type: MediaType
+    public var content: Content
+    /// Stage-clock presentation and decode times (µs).
+    public var pts: Int64
+    public var dts: Int64
+    public var isKeyframe: Bool
+
+    public init(type: MediaType, content: Content, pts: Int64, dts: Int64, isKeyframe: Bool) {
+        self.type = type
+        self.content = content
+        self.pts = pts
+        self.dts = dts
+        self.isKeyframe = isKeyframe
+    }
+
+    var byteCount: Int {
+        switch content {
+        case .configuration(let configuration): configuration.extradata.count
+        case .data(let bytes): bytes.count
+        }
+    }
+
+    var isConfiguration: Bool {
+        if case .configuration = content { return true }
+        return false
+    }
+}
+
+/// What the consumer gets.
+public enum LiveQueueRead: Sendable {
+    case packet(LiveMediaPacket)
+    case empty
+    /// The publisher is gone and everything it sent has been read.
+    case ended
+}
+
+public struct LiveQueueLimits: Sendable, Equatable {
+    public var packets: Int
+    public var bytes: Int
+
+    /// About 10 s of a 720p30 publisher at 8.5 Mbps: far more than the latency ever holds.
+    public init(packets: Int = 1024, bytes: Int = 12 << 20) {
+        self.packets = packets
+        self.bytes = bytes
+    }
+}
+
+public final class LiveMediaQueue: Sendable {
+    private struct State {
+        var ring = PacketRing()
+        var bytes = 0
+        var ended = false
+        /// Video waits for a keyframe (at the start, and after an overflow).
+        var videoNeedsKeyframe = true
+        var droppedPackets: Int64 = 0
+        var overflows: Int64 = 0
+    }
+
+    private let state = Mutex(State())
+    public let limits: LiveQueueLimits
+
+    public init(limits: LiveQueueLimits = LiveQueueLimits()) {
+        self.limits = limits
+    }
+
+    /// Adds a packet (producer side). Never blocks; on overflow the queued media is dropped
+    /// (stream setups are kept) and video resumes at the next keyframe.
+    public func push(_ packet: LiveMediaPacket) {
+        state.withLock { state in
+            guard !state.ended else { return }
+            if packet.type == .video, !packet.isConfiguration {
+                if state.videoNeedsKeyframe {
+                    guard packet.isKeyframe else {
+                        state.droppedPackets += 1
+                        return
+                    }
+                    state.videoNeedsKeyframe = false
+                }
+            }
+            if state.ring.count + 1 > limits.packets || state.bytes + packet.byteCount > limits.bytes {
+                state.overflows += 1
+                let before = state.ring.count
+                state.ring.removeAll { !$0.isConfiguration }
+                state.droppedPackets += Int64(before - state.ring.count)
+                state.bytes = state.ring.totalBytes
+                if packet.type == .video, !packet.isConfiguration, !packet.isKeyframe {
+                    state.videoNeedsKeyframe = true
+                    state.droppedPackets += 1
+                    return
+                }
+            }
+            state.ring.append(packet)
+            state.bytes += packet.byteCount
+        }
+    }
+
+    /// Takes the oldest packet (consumer side).
+    public func pop() -> LiveQueueRead {
+        state.withLock { state in
+            if let packet = state.ring.popFirst() {
+                state.bytes -= packet.byteCount
+                return .packet(packet)
+            }
+            return state.ended ? .ended : .empty
+        }
+    }
+
+    /// The publisher left: the consumer reads what is queued, then `.ended`.
+    public func finish() {
+        state.withLock { $0.ended = true }
+    }
+
+    public var counters: (queued: Int, bytes: Int, dropped: Int64, overflows: Int64) {
+        state.withLock { ($0.ring.count, $0.bytes, $0.droppedPackets, $0.overflows) }
+    }
+}
+
+/// A growable ring of packets: O(1) append and pop, storage reused once grown.
+struct PacketRing {
+    private var storage: [LiveMediaPacket?] = []
+    private var head = 0
+    private(set) var count = 0
+
+    mutating func append(_ packet: LiveMediaPacket) {
+        if count == storage.count {
+            // Grow, unrolling the ring so the order stays head...tail.
+            var grown: [LiveMediaPacket?] = []
+            grown.reserveCapacity(max(16, storage.count * 2))
+            for index in 0..<count { grown.append(storage[(head + index) % storage.count]) }
+            grown.append(contentsOf: repeatElement(nil, count: max(16, storage.count * 2) - count))
+            storage = grown
+            head = 0
+        }
+        storage[(head + count) % storage.count] = packet
+        count += 1
+    }
+
+    mutating func popFirst() -> LiveMediaPacket? {
+        guard count > 0 else { return nil }
+        let packet = storage[head]
+        storage[head] = nil
+        head = (head + 1) % storage.count
+        count -= 1
+        return packet
+    }
+
+    /// Keeps the packets for which `shouldRemove` is false, in order.
+    mutating func removeAll(where shouldRemove: (LiveMediaPacket) -> Bool) {
+        var kept: [LiveMediaPacket] = []
+        while let packet = popFirst() {
+            if !shouldRemove(packet) { kept.append(packet) }
+        }
+        for packet in kept { append(packet) }
+    }
+
+    var totalBytes: Int {
+        var total = 0
+        for index in 0..<count { total += storage[(head + index) % storage.count]?.byteCount ?? 0 }
+        return total
+    }
+}

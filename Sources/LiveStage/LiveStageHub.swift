@@ -1,0 +1,320 @@
+// Who is publishing on each live stage right now, and the media they send, fanned out to
+// every composition subscribed to the stage.
+//
+//   ingest connection ──announce/push──▶ LivePublisher ──(one bounded queue per composition)──▶
+//        (NIO event loop: parse, stamp)        │ timestamps mapped onto the stage clock
+//                                              │ setups + last keyframe's GOP for late joiners
+//   composition thread ◀── LiveStageSubscription (who is on the stage, a queue each) ◀── hub
+//
+// Locks are taken in one order only: hub → publisher → queue, and hub → subscription. A
+// publisher's push takes its own lock and its queues' locks, never the hub's.
+
+public import FFmpeg
+public import MediaCore
+import Synchronization
+
+/// Tunables of live media, in stage-clock microseconds.
+public struct LiveMediaSettings: Sendable, Equatable {
+    /// How far behind the least-delayed packets media may arrive and still be on time; also
+    /// the delay every publisher's media is shown with (the jitter allowance).
+    public var latency: Int64
+    /// A publisher that sends no video for this long is shown as stopped video.
+    public var videoStoppedAfter: Int64
+    public var queue: LiveQueueLimits
+    /// The packets since the last video keyframe are kept (up to this many bytes) so a
+    /// composition that subscribes mid-stream starts with a picture instead of waiting for
+    /// the next keyframe.
+    public var keyframeCacheBytes: Int
+
+    public init(latency: Int64 = 200_000, videoStoppedAfter: Int64 = 3_000_000, queue: LiveQueueLimits = LiveQueueLimits(),
+                keyframeCacheBytes: Int = 4 << 20) {
+        self.latency = latency
+        self.videoStoppedAfter = videoStoppedAfter
+        self.queue = queue
+        self.keyframeCacheBytes = keyframeCacheBytes
+    }
+}
+
+/// The participant a publisher joined as (from its ingest configuration or token).
+public struct LiveParticipantIdentity: Sendable, Equatable {
+    public var participantId: String
+    public var userId: String
+    public var attributes: [String: String]
+
+    public init(participantId: String, userId: String, attributes: [String: String]) {
+        self.participantId = participantId
+        self.userId = userId
+        self.attributes = attributes
+    }
+}
+
+public final class LiveStageHub: Sendable {
+    private struct StageState {
+        /// In join order.
+        var publishers: [LivePublisher] = []
+        var subscriptions: [LiveStageSubscription] = []
+    }
+
+    public let clock: any MediaClock
+    public let settings: LiveMediaSettings
+    private let stages = Mutex<[String: StageState]>([:])
+    private let generations = Atomic<UInt64>(0)
+
+    public init(clock: any MediaClock, settings: LiveMediaSettings = LiveMediaSettings()) {
+        self.clock = clock
+        self.settings = settings
+    }
+
+    /// A publisher joins `stageArn`; media pushed through the returned handle reaches every
+    /// composition of the stage. `disconnect` is how the hub asks the connection to close
+    /// (DisconnectParticipant); it must return quickly.
+    public func join(stageArn: String, identity: LiveParticipantIdentity,
+                     disconnect: @escaping @Sendable (String) -> Void = { _ in }) -> LivePublisher {
+        let generation = generations.add(1, ordering: .relaxed).newValue
+        let publisher = LivePublisher(hub: self, stageArn: stageArn, identity: identity, generation: generation,
+                                      disconnect: disconnect)
+        let replaced: LivePublisher? = stages.withLock { stages in
+            var stage = stages[stageArn] ?? StageState()
+            let old = stage.publishers.first { $0.identity.participantId == identity.participantId }
+            stage.publishers.removeAll { $0.identity.participantId == identity.participantId }
+            stage.publishers.append(publisher)
+            for subscription in stage.subscriptions {
+                if let old { subscription.remove(old) }
+                let queue = LiveMediaQueue(limits: settings.queue)
+                publisher.attach(queue)
+                subscription.add(LiveStageSubscription.Entry(publisher: publisher, queue: queue))
+            }
+            stages[stageArn] = stage
+            return old
+        }
+        replaced?.end(notifyHub: false)
+        return publisher
+    }
+
+    /// Subscribes a composition to a stage: every current and future publisher gets a queue.
+    public func subscribe(stageArn: String) -> LiveStageSubscription {
+        let subscription = LiveStageSubscription(hub: self, stageArn: stageArn)
+        stages.withLock { stages in
+            var stage = stages[stageArn] ?? StageState()
+            for publisher in stage.publishers {
+                let queue = LiveMediaQueue(limits: settings.queue)
+                publisher.attach(queue)
+                subscription.add(LiveStageSubscription.Entry(publisher: publisher, queue: queue))
+            }
+            stage.subscriptions.append(subscription)
+            stages[stageArn] = stage
+        }
+        return subscription
+    }
+
+    /// Publishers on the stage now, in join order.
+    public func publishers(stageArn: String) -> [LivePublisher] {
+        stages.withLock { $0[stageArn]?.publishers ?? [] }
+    }
+
+    /// Asks a publisher's connection to close (DisconnectParticipant). False if not publishing.
+    @discardableResult
+    public func disconnect(stageArn: String, participantId: String, reason: String) -> Bool {
+        guard let publisher = publishers(stageArn: stageArn).first(where: { $0.identity.participantId == participantId }) else {
+            return false
+        }
+        publisher.disconnectHandler(reason)
+        return true
+    }
+
+    func remove(_ publisher: LivePublisher) {
+        stages.withLock { stages in
+            guard var stage = stages[publisher.stageArn] else { return }
+            stage.publishers.removeAll { $0 === publisher }
+            for subscription in stage.subscriptions { subscription.remove(publisher) }
+            stages[publisher.stageArn] = stage.publishers.isEmpty && stage.subscriptions.isEmpty ? nil : stage
+        }
+    }
+
+    func unsubscribe(_ subscription: LiveStageSubscription) {
+        let detached: [LiveStageSubscription.Entry] = stages.withLock { stages in
+            guard var stage = stages[subscription.stageArn] else { return [] }
+            stage.subscriptions.removeAll { $0 === subscription }
+            stages[subscription.stageArn] = stage.publishers.isEmpty && stage.subscriptions.isEmpty ? nil : stage
+            return subscription.removeAll()
+        }
+        for entry in detached { entry.publisher.detach(entry.queue) }
+    }
+}
+
+/// One publisher's connection to a stage. Its owner (the ingest connection) announces stream
+/// setups and pushes packets from one thread at a time; `leave()` ends it.
+public final class LivePublisher: Sendable {
+    private struct State {
+        var mapper: LiveTimestampMapper
+        var setups: [MediaType: CodecConfiguration] = [:]
+        /// The packets since the last video keyframe, for compositions that subscribe late.
+        var keyframeCache: [LiveMediaPacket] = []
+        var keyframeCacheBytes = 0
+        var queues: [LiveMediaQueue] = []
+        var lastVideoArrival: Int64?
+        var ended = false
+        var receivedPackets: Int64 = 0
+        var receivedBytes: Int64 = 0
+    }
+
+    public let stageArn: String
+    public let identity: LiveParticipantIdentity
+    /// Distinguishes a reconnect (same participant ID) from the connection it replaces.
+    public let generation: UInt64
+    private let hub: LiveStageHub
+    let disconnectHandler: @Sendable (String) -> Void
+    private let state: Mutex<State>
+
+    init(hub: LiveStageHub, stageArn: String, identity: LiveParticipantIdentity, generation: UInt64,
+         disconnect: @escaping @Sendable (String) -> Void) {
+        self.hub = hub
+        self.stageArn = stageArn
+        self.identity = identity
+        self.generation = generation
+        disconnectHandler = disconnect
+        state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency)))
+    }
+
+    /// The publisher (re)announced a stream's codec setup (a sequence header).
+    public func announce(_ configuration: CodecConfiguration) {
+        let packet = LiveMediaPacket(type: configuration.codec.mediaType, content: .configuration(configuration),
+                                     pts: 0, dts: 0, isKeyframe: false)
+        state.withLock { state in
+            guard !state.ended else { return }
+            state.setups[configuration.codec.mediaType] = configuration
+            for queue in state.queues { queue.push(packet) }
+        }
+    }
+
+    /// One coded frame. `timestamp` is the publisher's decode time and `compositionOffset`
+    /// the presentation delay after it (B-frames), both in µs of the publisher's clock.
+    public func push(_ type: MediaType, data: [UInt8], timestamp: Int64, compositionOffset: Int64 = 0, isKeyframe: Bool) {
+        let arrival = hub.clock.now().microsecondsValue
+        let cacheLimit = hub.settings.keyframeCacheBytes
+        state.withLock { state in
+            guard !state.ended, state.setups[type] != nil else { return }
+            let dts = state.mapper.presentationTime(mediaTime: timestamp, arrival: arrival)
+            let packet = LiveMediaPacket(type: type, content: .data(data), pts: dts + compositionOffset, dts: dts,
+                                         isKeyframe: type == .audio || isKeyframe)
+            state.receivedPackets += 1
+            state.receivedBytes += Int64(data.count)
+            if type == .video {
+                state.lastVideoArrival = arrival
+                if isKeyframe {
+                    state.keyframeCache.removeAll(keepingCapacity: true)
+                    state.keyframeCacheBytes = 0
+                }
+                if isKeyframe || !state.keyframeCache.isEmpty {
+                    if state.keyframeCacheBytes + data.count <= cacheLimit {
+                        state.keyframeCache.append(packet)
+                        state.keyframeCacheBytes += data.count
+                    } else {
+                        state.keyframeCache.removeAll()
+                        state.keyframeCacheBytes = 0
+                    }
+                }
+            }
+            for queue in state.queues { queue.push(packet) }
+        }
+    }
+
+    /// The connection closed (or was closed): compositions drain what is queued, then the
+    /// participant is gone from the stage.
+    public func leave() { end(notifyHub: true) }
+
+    func end(notifyHub: Bool) {
+        let queues: [LiveMediaQueue] = state.withLock { state in
+            guard !state.ended else { return [] }
+            state.ended = true
+            defer { state.queues.removeAll() }
+            return state.queues
+        }
+        for queue in queues { queue.finish() }
+        if notifyHub { hub.remove(self) }
+    }
+
+    /// A new composition's queue: the current setups first, then the cached GOP.
+    func attach(_ queue: LiveMediaQueue) {
+        state.withLock { state in
+            guard !state.ended else {
+                queue.finish()
+                return
+            }
+            for type in [MediaType.video, .audio] {
+                if let setup = state.setups[type] {
+                    queue.push(LiveMediaPacket(type: type, content: .configuration(setup), pts: 0, dts: 0, isKeyframe: false))
+                }
+            }
+            for packet in state.keyframeCache { queue.push(packet) }
+            state.queues.append(queue)
+        }
+    }
+
+    func detach(_ queue: LiveMediaQueue) {
+        state.withLock { $0.queues.removeAll { $0 === queue } }
+    }
+
+    /// Stage time (µs) at which the last video packet arrived; nil before any.
+    public var lastVideoArrival: Int64? { state.withLock { $0.lastVideoArrival } }
+
+    public var hasEnded: Bool { state.withLock { $0.ended } }
+
+    public var received: (packets: Int64, bytes: Int64) { state.withLock { ($0.receivedPackets, $0.receivedBytes) } }
+}
+
+/// A composition's view of a stage: the publishers on it, each with this composition's own
+/// queue. `version` changes whenever someone joins or leaves.
+public final class LiveStageSubscription: Sendable {
+    public struct Entry: Sendable {
+        public let publisher: LivePublisher
+        public let queue: LiveMediaQueue
+    }
+
+    private struct State {
+        var entries: [Entry] = []
+        var version: UInt64 = 0
+    }
+
+    public let stageArn: String
+    private let hub: LiveStageHub
+    private let state = Mutex(State())
+
+    init(hub: LiveStageHub, stageArn: String) {
+        self.hub = hub
+        self.stageArn = stageArn
+    }
+
+    public var version: UInt64 { state.withLock { $0.version } }
+
+    /// The publishers now, in join order, and the version they belong to.
+    public func snapshot() -> (version: UInt64, entries: [Entry]) {
+        state.withLock { ($0.version, $0.entries) }
+    }
+
+    /// Stops receiving media (the composition ended).
+    public func cancel() { hub.unsubscribe(self) }
+
+    func add(_ entry: Entry) {
+        state.withLock {
+            $0.entries.append(entry)
+            $0.version &+= 1
+        }
+    }
+
+    func remove(_ publisher: LivePublisher) {
+        state.withLock {
+            $0.entries.removeAll { $0.publisher === publisher }
+            $0.version &+= 1
+        }
+    }
+
+    func removeAll() -> [Entry] {
+        state.withLock { state in
+            let entries = state.entries
+            state.entries.removeAll()
+            state.version &+= 1
+            return entries
+        }
+    }
+}

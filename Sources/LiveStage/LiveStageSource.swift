@@ -1,0 +1,184 @@
+// A live stage as a composition sees it: whoever publishes now, each through the same
+// ParticipantSubscriber (decode → latest frame / audio ring) recorded stages use, fed from
+// this composition's queue of that publisher's packets. Runs on the composition thread; the
+// only shared state it touches is the subscription's snapshot and the queues.
+
+import FFmpeg
+public import Logging
+public import MediaCore
+public import Pipeline
+
+public final class LiveStageSource: StageSource {
+    private struct Active {
+        var generation: UInt64
+        var publisher: LivePublisher
+        var subscriber: ParticipantSubscriber
+    }
+
+    public let stageArn: String
+    private let subscription: LiveStageSubscription
+    private let hub: LiveStageHub
+    private let logger: Logger
+    private var seenVersion: UInt64?
+    private var active: [String: Active] = [:]
+    /// Arrival order of every participant this composition has seen; a reconnect keeps its
+    /// place so its tile does not move.
+    private var arrival: [String: Int] = [:]
+    private var states: [StageParticipantState] = []
+    /// Stage-clock µs of the composition's first frame.
+    public private(set) var origin: Int64
+
+    public init(hub: LiveStageHub, stageArn: String, logger: Logger) {
+        self.hub = hub
+        self.stageArn = stageArn
+        self.logger = logger
+        subscription = hub.subscribe(stageArn: stageArn)
+        origin = hub.clock.now().microsecondsValue
+        states.reserveCapacity(16)
+    }
+
+    deinit { subscription.cancel() }
+
+    /// Sets the composition's time zero to now; returns it (the pacer's origin).
+    @discardableResult
+    public func startClock() -> Int64 {
+        origin = hub.clock.now().microsecondsValue
+        return origin
+    }
+
+    /// A pacer on the stage clock, starting at this composition's origin.
+    public func makePacer() -> ClockPacer { ClockPacer(clock: hub.clock, origin: origin) }
+
+    public var duration: MediaTime? { nil }
+
+    public func subscriber(for participantId: String) -> ParticipantSubscriber? { active[participantId]?.subscriber }
+
+    public func participants(at stageTime: MediaTime) -> [StageParticipantState] {
+        refresh()
+        // Video counts as stopped once nothing arrived for a while (RTMP has no signal for
+        // it); compared at the time the media now shown arrived, i.e. now minus the latency.
+        let shownArrival = origin + stageTime.microsecondsValue - hub.settings.latency
+        for index in states.indices {
+            guard let entry = active[states[index].participantId] else { continue }
+            let stopped = entry.publisher.lastVideoArrival.map { shownArrival - $0 > hub.settings.videoStoppedAfter } ?? false
+            if states[index].isVideoStopped != stopped { states[index].isVideoStopped = stopped }
+        }
+        return states
+    }
+
+    /// Follows joins and leaves (only when the subscription changed: no work per frame).
+    private func refresh() {
+        let version = subscription.version
+        guard version != seenVersion else { return }
+        let snapshot = subscription.snapshot()
+        seenVersion = snapshot.version
+        var present: Set<String> = []
+        for entry in snapshot.entries {
+            let id = entry.publisher.identity.participantId
+            present.insert(id)
+            if let current = active[id], current.generation == entry.publisher.generation { continue }
+            if arrival[id] == nil { arrival[id] = arrival.count }
+            var participantLogger = logger
+            participantLogger[metadataKey: "participant.id"] = "\(id)"
+            do {
+                let source = LiveMediaSource(queue: entry.queue, origin: origin, logger: participantLogger)
+                let subscriber = try ParticipantSubscriber(participantId: id, source: source, offset: .zero,
+                                                           logger: participantLogger)
+                active[id] = Active(generation: entry.publisher.generation, publisher: entry.publisher, subscriber: subscriber)
+                participantLogger.info("live participant subscribed")
+            } catch {
+                participantLogger.error("cannot subscribe to live participant", metadata: ["error": "\(error)"])
+            }
+        }
+        for id in active.keys where !present.contains(id) {
+            active[id] = nil
+            logger.info("live participant left the composition", metadata: ["participant.id": "\(id)"])
+        }
+        states = snapshot.entries.compactMap { entry in
+            let identity = entry.publisher.identity
+            guard active[identity.participantId] != nil else { return nil }
+            return StageParticipantState(participantId: identity.participantId, userId: identity.userId,
+                                         attributes: identity.attributes, isPublished: true, isVideoStopped: false,
+                                         isAudioMuted: false, arrivalIndex: arrival[identity.participantId] ?? 0)
+        }
+    }
+}
+
+/// One publisher's packets as a ParticipantMediaSource: stream setups become decoder
+/// parameters, payloads become FFmpeg packets stamped in stage-clock µs.
+final class LiveMediaSource: ParticipantMediaSource {
+    private let queue: LiveMediaQueue
+    private let origin: Int64
+    private let logger: Logger
+    private var setups: [MediaType: MediaStreamSetup] = [:]
+    private static let timeBase = Rational(1, 1_000_000)
+
+    init(queue: LiveMediaQueue, origin: Int64, logger: Logger) {
+        self.queue = queue
+        self.origin = origin
+        self.logger = logger
+    }
+
+    func stream(_ type: MediaType) -> MediaStreamSetup? { setups[type] }
+
+    func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
+        while true {
+            switch queue.pop() {
+            case .empty: return .wouldBlock
+            case .ended: return .endOfMedia
+            case .packet(let live):
+                switch live.content {
+                case .configuration(let configuration):
+                    do {
+                        let parameters = try CodecParameters(configuration)
+                        let previous = setups[live.type]
+                        let info = StreamInfo(index: live.type == .video ? 0 : 1, type: live.type, codecName: parameters.codecName,
+                                              timeBase: Self.timeBase, width: configuration.width, height: configuration.height,
+                                              sampleRate: configuration.sampleRate, channelCount: configuration.channelCount,
+                                              rotationDegrees: 0, startTime: nil)
+                        let sameCodec = previous?.info.codecName == info.codecName
+                        setups[live.type] = MediaStreamSetup(info: info, parameters: parameters,
+                                                             inBandExtradata: sameCodec ? configuration.extradata : nil)
+                        return .streamChanged(live.type)
+                    } catch {
+                        logger.warning("unusable stream setup from the publisher", metadata: ["error": "\(error)"])
+                        continue
+                    }
+                case .data(let bytes):
+                    guard let setup = setups[live.type] else { continue }
+                    try packet.fill(bytes)
+                    packet.pts = live.pts
+                    packet.dts = live.dts
+                    packet.isKeyframe = live.isKeyframe
+                    packet.streamIndex = setup.info.index
+                    return .packet(live.type)
+                }
+            }
+        }
+    }
+
+    /// Packets carry absolute stage-clock µs; the composition's time zero is `origin`.
+    var startTimeMicroseconds: Int64? { origin }
+    var durationMicroseconds: Int64? { nil }
+    var isLive: Bool { true }
+}
+
+/// Paces a composition on a MediaClock: the wall clock in the daemon, a manual clock in
+/// tests (where waiting advances virtual time).
+public struct ClockPacer: Pacer {
+    public let clock: any MediaClock
+    public let origin: Int64
+
+    public init(clock: any MediaClock, origin: Int64) {
+        self.clock = clock
+        self.origin = origin
+    }
+
+    public mutating func wait(until stageTime: MediaTime) -> Int64 {
+        let deadline = origin + stageTime.microsecondsValue
+        let now = clock.now().microsecondsValue
+        guard deadline > now else { return now - deadline }
+        clock.sleepBlocking(until: .microseconds(deadline))
+        return 0
+    }
+}

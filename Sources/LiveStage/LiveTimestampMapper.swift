@@ -1,0 +1,85 @@
+// Puts a live publisher's timestamps on the stage clock. Pure.
+//
+// Each packet has the publisher's media time (its own clock) and our arrival time. The
+// offset between the two is the transit delay plus the difference of the clocks; its
+// smallest value over a window is the best estimate free of network jitter. A packet is
+// presented at media time + offset + latency, so anything that arrives at most `latency`
+// behind the least-delayed packets is on time.
+//
+// The offset follows the windowed minimum slowly (at most `maxSlew` per unit of arrival
+// time), which absorbs the drift between the publisher's clock and ours — a few hundred ppm
+// at worst — so over hours nothing builds up and nothing runs dry. A jump of the publisher's
+// timestamps (an encoder restart) re-anchors at once.
+
+public struct LiveTimestampMapper: Sendable {
+    /// How long after its expected arrival a packet is still on time (µs).
+    public let latency: Int64
+    /// Length of one minimum-tracking window (µs of arrival time).
+    public let window: Int64
+    /// Largest offset change per µs of arrival time, in parts per million (5 000 = 0.5 %).
+    public let maxSlewPPM: Int64
+    /// A change of the offset estimate beyond this is a discontinuity (µs).
+    public let discontinuityThreshold: Int64
+
+    /// Presentation time = media time + offset + latency.
+    public private(set) var offset: Int64?
+    private var windowStart: Int64 = 0
+    private var currentMinimum: Int64 = .max
+    private var previousMinimum: Int64 = .max
+    private var lastArrival: Int64 = 0
+    private var lastMediaTime: Int64?
+    public private(set) var discontinuities = 0
+
+    public init(latency: Int64, window: Int64 = 5_000_000, maxSlewPPM: Int64 = 5_000,
+                discontinuityThreshold: Int64 = 1_000_000) {
+        self.latency = latency
+        self.window = window
+        self.maxSlewPPM = maxSlewPPM
+        self.discontinuityThreshold = discontinuityThreshold
+    }
+
+    /// The stage time (µs) at which the packet with publisher time `mediaTime` (µs) that
+    /// arrived at `arrival` (µs, stage clock) is presented.
+    public mutating func presentationTime(mediaTime: Int64, arrival: Int64) -> Int64 {
+        let sample = arrival - mediaTime
+        guard var current = offset else {
+            start(sample: sample, arrival: arrival)
+            lastMediaTime = mediaTime
+            return mediaTime + sample + latency
+        }
+        let jumped = lastMediaTime.map { mediaTime < $0 - discontinuityThreshold || mediaTime > $0 + discontinuityThreshold + (arrival - lastArrival) } ?? false
+        if jumped || abs(sample - current) > discontinuityThreshold + latency {
+            // The publisher's timeline jumped (or the network path changed completely).
+            discontinuities += 1
+            start(sample: sample, arrival: arrival)
+            lastMediaTime = mediaTime
+            return mediaTime + sample + latency
+        }
+        if arrival - windowStart >= window {
+            previousMinimum = currentMinimum
+            currentMinimum = .max
+            windowStart = arrival
+        }
+        currentMinimum = min(currentMinimum, sample)
+        let target = min(previousMinimum, currentMinimum)
+        let elapsed = max(0, arrival - lastArrival)
+        let step = elapsed * maxSlewPPM / 1_000_000
+        if target < current {
+            current = max(target, current - step)
+        } else if target > current {
+            current = min(target, current + step)
+        }
+        offset = current
+        lastArrival = max(lastArrival, arrival)
+        lastMediaTime = max(lastMediaTime ?? mediaTime, mediaTime)
+        return mediaTime + current + latency
+    }
+
+    private mutating func start(sample: Int64, arrival: Int64) {
+        offset = sample
+        windowStart = arrival
+        currentMinimum = sample
+        previousMinimum = sample
+        lastArrival = arrival
+    }
+}

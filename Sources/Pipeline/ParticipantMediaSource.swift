@@ -1,0 +1,85 @@
+// Where one participant's compressed media comes from. A recorded stage reads a file
+// (`DemuxerMediaSource`); a live stage drains the packets a publisher's connection queued.
+// Both feed the same ParticipantSubscriber (decode → latest frame / audio ring on the stage
+// clock), so recorded and live publishers share one media path.
+
+public import FFmpeg
+
+/// What one `read` produced.
+public enum MediaSourceRead: Equatable {
+    /// A packet of the source's current video or audio stream is in the packet.
+    case packet(MediaType)
+    /// A stream appeared or its configuration changed; `stream(_:)` has the new setup and
+    /// the packets that follow belong to it. Nothing was written into the packet.
+    case streamChanged(MediaType)
+    /// A live source has nothing queued right now (not an end).
+    case wouldBlock
+    /// No more media, ever.
+    case endOfMedia
+}
+
+/// A stream's decoder setup: its description and the codec parameters to open it with.
+public struct MediaStreamSetup {
+    public var info: StreamInfo
+    public var parameters: CodecParameters
+    /// The configuration record a same-codec change should hand the running decoder
+    /// (live only; nil means the decoder must be re-created).
+    public var inBandExtradata: [UInt8]?
+
+    public init(info: StreamInfo, parameters: CodecParameters, inBandExtradata: [UInt8]? = nil) {
+        self.info = info
+        self.parameters = parameters
+        self.inBandExtradata = inBandExtradata
+    }
+}
+
+public protocol ParticipantMediaSource: AnyObject {
+    /// The current setup of the source's video or audio stream, if it has one.
+    func stream(_ type: MediaType) -> MediaStreamSetup?
+    /// Reads the next packet (timestamps in the stream's time base).
+    func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead
+    /// Timestamp (µs) of the media's first packet, when the container knows it.
+    var startTimeMicroseconds: Int64? { get }
+    /// Length of the media (µs), when known.
+    var durationMicroseconds: Int64? { get }
+    /// True for a live publisher: audio drift against the stage clock is absorbed by
+    /// stretching the sound instead of by jumps.
+    var isLive: Bool { get }
+}
+
+/// A recorded participant's file (any container FFmpeg reads).
+public final class DemuxerMediaSource: ParticipantMediaSource {
+    private let demuxer: Demuxer
+    private let video: MediaStreamSetup?
+    private let audio: MediaStreamSetup?
+
+    public init(url: String) throws(FFmpegError) {
+        demuxer = try Demuxer(url: url)
+        let demuxer = self.demuxer
+        video = try demuxer.bestStream(.video).map { (info) throws(FFmpegError) in
+            MediaStreamSetup(info: info, parameters: try demuxer.parameters(of: info))
+        }
+        audio = try demuxer.bestStream(.audio).map { (info) throws(FFmpegError) in
+            MediaStreamSetup(info: info, parameters: try demuxer.parameters(of: info))
+        }
+    }
+
+    public func stream(_ type: MediaType) -> MediaStreamSetup? {
+        switch type {
+        case .video: video
+        case .audio: audio
+        case .other: nil
+        }
+    }
+
+    public func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
+        guard try demuxer.read(into: packet) == .packet else { return .endOfMedia }
+        if packet.streamIndex == video?.info.index { return .packet(.video) }
+        if packet.streamIndex == audio?.info.index { return .packet(.audio) }
+        return .packet(.other)
+    }
+
+    public var startTimeMicroseconds: Int64? { demuxer.startTimeMicroseconds }
+    public var durationMicroseconds: Int64? { demuxer.durationMicroseconds }
+    public var isLive: Bool { false }
+}

@@ -1,0 +1,265 @@
+// The live media path without a network: real H.264/AAC packets (made by the ffmpeg CLI,
+// read back with our demuxer) are pushed into LivePublishers on a virtual clock as if they
+// arrived over RTMP, and a real composition (decoders, compositor, mixer, x264, AAC) runs
+// against a LiveStageSource paced by the same clock. Deterministic: nothing waits on the
+// wall clock.
+import Foundation
+@testable import FFmpeg
+import Layout
+@testable import LiveStage
+import Logging
+import MediaCore
+import Pipeline
+import Testing
+
+/// One participant's media, demuxed once and kept in memory.
+final class RecordedPublisherMedia: @unchecked Sendable {
+    struct Item {
+        var type: MediaType
+        var data: [UInt8]
+        var dts: Int64
+        var pts: Int64
+        var isKeyframe: Bool
+    }
+
+    let video: CodecConfiguration
+    let audio: CodecConfiguration
+    let items: [Item]
+
+    /// An FLV (H.264 + AAC) of a flat colour and a tone, `seconds` long, made by ffmpeg.
+    static func make(colour: String, tone: Int, seconds: Int, size: String = "320x240", bframes: Int = 0) throws -> RecordedPublisherMedia {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("live-media-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("media.flv").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-hide_banner", "-loglevel", "error", "-y",
+                             "-f", "lavfi", "-i", "color=c=\(colour):size=\(size):rate=30",
+                             "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=44100",
+                             "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-bf", "\(bframes)",
+                             "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-f", "flv", file]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw FFmpegError(kind: .other, operation: "ffmpeg", message: "exit \(process.terminationStatus)") }
+        let source = try DemuxerMediaSource(url: file)
+        guard let videoSetup = source.stream(.video), let audioSetup = source.stream(.audio) else {
+            throw FFmpegError(kind: .other, operation: "demux", message: "missing stream")
+        }
+        let video = CodecConfiguration(codec: .h264, extradata: videoSetup.parameters.extradata,
+                                       width: videoSetup.info.width, height: videoSetup.info.height)
+        let audio = CodecConfiguration(codec: .aac, extradata: audioSetup.parameters.extradata,
+                                       sampleRate: audioSetup.info.sampleRate, channelCount: audioSetup.info.channelCount)
+        var items: [Item] = []
+        let packet = Packet()
+        while case .packet(let type) = try source.read(into: packet) {
+            let info = type == .video ? videoSetup.info : audioSetup.info
+            let dts = info.timeBase.rescale(packet.dts, to: MediaTime.microseconds)
+            let pts = info.timeBase.rescale(packet.pts, to: MediaTime.microseconds)
+            items.append(Item(type: type, data: packet.bytes, dts: dts, pts: pts, isKeyframe: packet.isKeyframe))
+        }
+        return RecordedPublisherMedia(video: video, audio: audio, items: items)
+    }
+
+    init(video: CodecConfiguration, audio: CodecConfiguration, items: [Item]) {
+        self.video = video
+        self.audio = audio
+        self.items = items
+    }
+}
+
+/// Plays recorded media into a LivePublisher as the virtual clock passes each packet's
+/// arrival time: `joinAt` + its timestamp (+ `delay(i)` of network delay).
+final class SimulatedPublisher {
+    let media: RecordedPublisherMedia
+    let joinAt: Int64
+    let leaveAt: Int64?
+    let identity: LiveParticipantIdentity
+    var delay: (Int) -> Int64 = { _ in 20_000 }
+    /// Stop sending between these stage times (a stalled publisher).
+    var stall: Range<Int64>?
+    private(set) var publisher: LivePublisher?
+    private var next = 0
+
+    init(media: RecordedPublisherMedia, id: String, joinAt: Int64, leaveAt: Int64? = nil) {
+        self.media = media
+        self.joinAt = joinAt
+        self.leaveAt = leaveAt
+        identity = LiveParticipantIdentity(participantId: id, userId: id, attributes: [:])
+    }
+
+    func advance(to now: Int64, hub: LiveStageHub, stageArn: String) {
+        if let leaveAt, now >= leaveAt {
+            publisher?.leave()
+            publisher = nil
+            next = media.items.count
+            return
+        }
+        guard now >= joinAt else { return }
+        if publisher == nil, next == 0 {
+            let joined = hub.join(stageArn: stageArn, identity: identity)
+            joined.announce(media.video)
+            joined.announce(media.audio)
+            publisher = joined
+        }
+        guard let publisher else { return }
+        while next < media.items.count {
+            let item = media.items[next]
+            let arrival = joinAt + item.dts + delay(next)
+            guard arrival <= now else { break }
+            if let stall, stall.contains(arrival) { next += 1; continue }
+            publisher.push(item.type, data: item.data, timestamp: item.dts, compositionOffset: item.pts - item.dts,
+                           isKeyframe: item.isKeyframe)
+            next += 1
+        }
+    }
+}
+
+/// Paces the composition on the manual clock, delivering whatever "arrived" before each tick.
+struct SimulationPacer: Pacer {
+    var base: ClockPacer
+    let clock: ManualMediaClock
+    let deliver: (Int64) -> Void
+
+    mutating func wait(until stageTime: MediaTime) -> Int64 {
+        let deadline = base.origin + stageTime.microsecondsValue
+        // Deliver in 5 ms steps so arrivals interleave with the clock as they would live.
+        var t = clock.now().microsecondsValue
+        while t < deadline {
+            t = min(deadline, t + 5_000)
+            clock.advance(to: .microseconds(t))
+            deliver(t)
+        }
+        return base.wait(until: stageTime)
+    }
+}
+
+/// Records the canvas colour at chosen points of each output frame, and audio packets.
+final class CanvasProbe: PacketSink {
+    let name = "probe"
+    let points: [(x: Int, y: Int)]
+    /// samples[tick][point] = (Y, U, V)
+    private(set) var samples: [[(y: UInt8, u: UInt8, v: UInt8)]] = []
+    private(set) var audioPackets = 0
+    private(set) var videoPackets = 0
+
+    init(points: [(x: Int, y: Int)]) { self.points = points }
+
+    func start(video: Encoder, audio: Encoder) throws(PipelineError) {}
+    func write(_ packet: Packet, media: MediaType) throws(PipelineError) {
+        if media == .audio { audioPackets += 1 } else { videoPackets += 1 }
+    }
+    func finish(failure: String?) throws(PipelineError) {}
+    func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {
+        samples.append(points.map { canvas.yuv(atX: $0.x, y: $0.y) })
+    }
+}
+
+/// BT.601 limited-range YUV of the colours used below (what the canvas holds).
+enum CanvasColour {
+    static func isRed(_ p: (y: UInt8, u: UInt8, v: UInt8)) -> Bool { p.v > 200 && p.u < 120 }
+    static func isBlue(_ p: (y: UInt8, u: UInt8, v: UInt8)) -> Bool { p.u > 200 && p.v < 140 }
+    static func isGreen(_ p: (y: UInt8, u: UInt8, v: UInt8)) -> Bool { p.u < 80 && p.v < 80 && p.y > 100 }
+    static func isBackground(_ p: (y: UInt8, u: UInt8, v: UInt8)) -> Bool { p.y < 40 && abs(Int(p.u) - 128) < 8 && abs(Int(p.v) - 128) < 8 }
+}
+
+@Suite(.serialized)
+struct LiveCompositionTests {
+    let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/LiveTest"
+
+    func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000,
+             points: [(x: Int, y: Int)], observe: @escaping (SessionEvent) -> Void = { _ in }) throws -> (CanvasProbe, CompositionResult, LiveStageHub) {
+        let clock = ManualMediaClock(start: .seconds(100))
+        let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: latency))
+        var logger = Logger(label: "live-test")
+        logger.logLevel = .warning
+        let source = LiveStageSource(hub: hub, stageArn: stageArn, logger: logger)
+        let probe = CanvasProbe(points: points)
+        let video = VideoEncoderSettings(width: 320, height: 180, frameRate: Rational(30, 1), bitrate: 500_000,
+                                         keyframeInterval: 60, preset: "ultrafast")
+        let settings = CompositionSettings(video: video, layout: GridLayout(configuration: GridConfiguration(gridGap: 0)),
+                                           duration: .seconds(seconds))
+        let session = try CompositionSession(source: source, settings: settings, sinks: [probe], logger: logger, observer: observe)
+        let origin = source.startClock()
+        var pacer = SimulationPacer(base: source.makePacer(), clock: clock) { now in
+            for publisher in publishers { publisher.advance(to: now - origin, hub: hub, stageArn: stageArn) }
+        }
+        let result = try session.run(pacer: &pacer)
+        return (probe, result, hub)
+    }
+
+    @Test("a live publisher's colour fills the canvas once its media is due, and its audio is mixed")
+    func onePublisher() throws {
+        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 3)
+        let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        let (probe, result, _) = try run(publishers: [publisher], seconds: 3, points: [(160, 90)])
+        #expect(result.frames == 90)
+        // Before the first frame is due (latency 200 ms + 20 ms transit) the canvas is empty.
+        #expect(CanvasColour.isBackground(probe.samples[0][0]))
+        // From then on the publisher's colour fills it.
+        let redFrames = probe.samples.indices.filter { CanvasColour.isRed(probe.samples[$0][0]) }
+        #expect(redFrames.first.map { $0 <= 9 } ?? false, "first red frame \(String(describing: redFrames.first))")
+        #expect(redFrames.count >= 80)
+        #expect(probe.audioPackets > 100)
+    }
+
+    @Test("publishers joining and leaving re-flow the tiles on the next frame")
+    func joinAndLeave() throws {
+        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 4)
+        let blue = try RecordedPublisherMedia.make(colour: "blue", tone: 880, seconds: 4)
+        let first = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        let second = SimulatedPublisher(media: blue, id: "blue", joinAt: 1_000_000, leaveAt: 2_500_000)
+        var changes: [(Int, Int64)] = []
+        let (probe, _, _) = try run(publishers: [first, second], seconds: 4, points: [(80, 90), (240, 90), (160, 90)]) { event in
+            if case .publishersChanged(let count, let at) = event { changes.append((count, at.microsecondsValue)) }
+        }
+        // Nobody at the first tick, then one publisher, then two (side by side), then one again.
+        #expect(changes.map(\.0) == [0, 1, 2, 1])
+        guard changes.count == 4 else { return }
+        #expect(abs(changes[2].1 - 1_000_000) <= 34_000)
+        #expect(abs(changes[3].1 - 2_500_000) <= 34_000)
+        // At 0.5 s red fills the canvas; at 2 s red is left and blue right; at 3.5 s red again.
+        #expect(CanvasColour.isRed(probe.samples[15][2]))
+        #expect(CanvasColour.isRed(probe.samples[60][0]) && CanvasColour.isBlue(probe.samples[60][1]))
+        #expect(CanvasColour.isRed(probe.samples[105][0]) && CanvasColour.isRed(probe.samples[105][1]))
+    }
+
+    @Test("a stalled publisher freezes alone: the tick never waits, and the others keep moving")
+    func stalledPublisher() throws {
+        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 4)
+        let blue = try RecordedPublisherMedia.make(colour: "blue", tone: 880, seconds: 4)
+        let first = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        first.stall = 1_000_000..<2_000_000
+        let second = SimulatedPublisher(media: blue, id: "blue", joinAt: 0)
+        let (probe, result, _) = try run(publishers: [first, second], seconds: 4, points: [(80, 90), (240, 90)])
+        #expect(result.frames == 120)
+        #expect(result.laggedFrames == 0)
+        // The stalled publisher keeps its last picture (red), the other its own.
+        for tick in [45, 60, 75] {
+            #expect(CanvasColour.isRed(probe.samples[tick][0]) && CanvasColour.isBlue(probe.samples[tick][1]))
+        }
+    }
+
+    @Test("a publisher that stops sending video for longer than videoStoppedAfter shows as stopped video")
+    func videoStops() throws {
+        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 7)
+        let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        publisher.stall = 1_000_000..<6_000_000
+        let (probe, _, _) = try run(publishers: [publisher], seconds: 7, points: [(160, 90)])
+        // Red until the stall; frozen red for videoStoppedAfter (3 s); then camera-off (not red);
+        // red again once media flows.
+        #expect(CanvasColour.isRed(probe.samples[30][0]))
+        #expect(CanvasColour.isRed(probe.samples[100][0]))
+        #expect(!CanvasColour.isRed(probe.samples[150][0]))
+        #expect(CanvasColour.isRed(probe.samples[200][0]))
+    }
+
+    @Test("B-frames are decoded in presentation order")
+    func bFrames() throws {
+        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 3, bframes: 2)
+        #expect(red.items.contains { $0.type == .video && $0.pts != $0.dts })
+        let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        let (probe, _, _) = try run(publishers: [publisher], seconds: 3, points: [(160, 90)])
+        #expect(probe.samples.indices.filter { CanvasColour.isRed(probe.samples[$0][0]) }.count >= 80)
+    }
+}
