@@ -27,6 +27,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // ingest: RTMPS and its self-signed certificate.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.0.0"),
     ],
     targets: [
         // C: FFmpeg 5.1 through pkg-config, and prefixed wrappers for its macros.
@@ -91,6 +95,20 @@ let package = Package(
             dependencies: ["FFmpeg", "MediaCore", "Pipeline", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
+        .target(
+            name: "IngestServer",
+            dependencies: ["LiveStage", "FFmpeg", "MediaCore",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                           .product(name: "X509", package: "swift-certificates"),
+                           .product(name: "SwiftASN1", package: "swift-asn1"),
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: strict
+        ),
         .target(
             name: "Destinations",
             dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline", "Storage",
@@ -108,7 +126,7 @@ let package = Package(
         // The daemon: HTTP control plane, composition manager, configuration, events hook, metrics.
         .target(
             name: "Server",
-            dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations",
+            dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -22,7 +22,29 @@ public struct HTTPClientWebhookTransport: WebhookTransport {
         self.httpClient = httpClient
     }
 
+    /// A request that outlives its deadline by this much is abandoned: the client's own
+    /// deadline has been seen to miss under load (a refused connection being retried while
+    /// the pool is busy), and one stuck request must not stall every later event.
+    static let deadlineGrace: Duration = .milliseconds(500)
+
+    struct DeadlineExceeded: Error, CustomStringConvertible {
+        var description: String { "webhook request exceeded its deadline" }
+    }
+
     public func post(_ body: [UInt8], to url: String, timeout: Duration) async throws -> Int {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask { try await self.execute(body, to: url, timeout: timeout) }
+            group.addTask {
+                try await Task.sleep(for: timeout + Self.deadlineGrace)
+                throw DeadlineExceeded()
+            }
+            defer { group.cancelAll() }
+            guard let status = try await group.next() else { throw DeadlineExceeded() }
+            return status
+        }
+    }
+
+    private func execute(_ body: [UInt8], to url: String, timeout: Duration) async throws -> Int {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")

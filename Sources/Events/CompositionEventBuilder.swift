@@ -40,6 +40,31 @@ public struct CompositionEventBuilder: Sendable {
         }
     }
 
+    func newID() -> String { makeID() }
+    func currentSeconds() -> Int64 { secondsSince1970() }
+
     /// "2017-06-12T10:23:43Z" from seconds since 1970 (proleptic Gregorian, UTC).
     public static func formatTime(_ seconds: Int64) -> String { UTCTimestamp.format(secondsSince1970: seconds) }
+}
+
+/// "IVS Stage Update" events (the user guide's "Examples: Stage Update").
+public enum StageUpdate: String, Sendable, CaseIterable {
+    case participantPublished = "Participant Published"
+    case participantUnpublished = "Participant Unpublished"
+    case participantPublishError = "Participant Publish Error"
+}
+
+extension CompositionEventBuilder {
+    /// A stage update about one participant; `errorCode` (the model's EventErrorCode) on
+    /// publish errors, which also carry `event_time`.
+    public func stageUpdate(_ update: StageUpdate, stageArn: String, sessionId: String?, userId: String,
+                            participantId: String, errorCode: String? = nil) -> IVSEvent {
+        let time = Self.formatTime(currentSeconds())
+        return IVSEvent(
+            id: newID(), account: account, time: time, region: region, resources: [stageArn],
+            detail: .init(eventName: update.rawValue, sessionId: sessionId,
+                          eventTime: update == .participantPublishError ? time : nil, userId: userId,
+                          participantId: participantId, errorCode: errorCode),
+            detailType: IVSEvent.stageUpdateDetailType)
+    }
 }

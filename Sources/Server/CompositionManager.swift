@@ -20,6 +20,7 @@ import Destinations
 import Events
 public import EventSinks
 import HLS
+public import LiveStage
 import Pipeline
 import Stages
 
@@ -47,6 +48,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     let catalog: StageCatalog<Store>
     let events: any EventSink
     let launcher: any CompositionPipelineLauncher
+    /// Live stages' publishers (nil: live ingest disabled).
+    let hub: LiveStageHub?
     let clock: any MediaClock
     let wallClock: @Sendable () -> Date
     let logger: Logger
@@ -62,8 +65,9 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     private var flushing = false
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
-                launcher: any CompositionPipelineLauncher, clock: any MediaClock,
+                launcher: any CompositionPipelineLauncher, hub: LiveStageHub? = nil, clock: any MediaClock,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, logger: Logger) {
+        self.hub = hub
         self.configuration = configuration
         arnContext = ARNContext(region: configuration.region, account: configuration.account)!
         self.store = store
@@ -243,10 +247,13 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             }
         }
 
-        // The stage's recorded source; problems there fail the composition (Session Failure), not the call.
+        // The stage's media. A recorded source's problems fail the composition (Session
+        // Failure), not the call; a live stage starts with whoever publishes now.
         var sourceProblem: String?
         var publishersAtStart = 0
+        let media: StageMedia
         if let sourcePath = stage.sourcePath {
+            media = .recorded(path: sourcePath)
             do {
                 let recorded = try RecordedStage.load(from: sourcePath)
                 let participants = recorded.manifest.participants
@@ -260,8 +267,12 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             } catch {
                 sourceProblem = "stage source cannot be read: \(error)"
             }
+        } else if let hub {
+            media = .live
+            publishersAtStart = hub.publishers(stageArn: request.stageArn).count
         } else {
-            sourceProblem = "stage \(request.stageArn) has no recorded source (tag \(StageCatalog<Store>.sourceTag))"
+            media = .live
+            sourceProblem = "stage \(request.stageArn) has no recorded source (tag \(StageCatalog<Store>.sourceTag)) and live ingest is disabled"
         }
 
         // Create.
@@ -309,7 +320,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             await apply(.sourceFailed(reason: sourceProblem), to: arn)
             return entries[arn]?.stored.composition ?? composition
         }
-        if s3Plan != nil || channelPlan != nil, let sourcePath = stage.sourcePath {
+        if s3Plan != nil || channelPlan != nil {
             // One encoder feeds every destination: the recording's, else the channel's, else the defaults.
             let video = (s3Plan?.encoder.video ?? channelPlan?.encoder?.video ?? Video()).withDefaults()
             let recordingJob = s3Plan.flatMap { plan in
@@ -324,7 +335,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                                        configuration: Self.channelConfiguration(plan.entry))
             }
             let job = PipelineJob(
-                compositionId: compositionID.rawValue, stageArn: request.stageArn, sourcePath: sourcePath,
+                compositionId: compositionID.rawValue, stageArn: request.stageArn, source: media,
                 encoder: EncoderSpec(width: video.width!, height: video.height!, frameRate: video.frameRate, bitrate: video.bitrate!),
                 layout: composition.layout, recording: recordingJob, channel: channelJob,
                 preset: configuration.encoderPreset)

@@ -9,6 +9,7 @@ public import Pipeline
 public import Destinations
 import FFmpeg
 public import Logging
+public import LiveStage
 import Stages
 import Storage
 import Synchronization
@@ -26,14 +27,21 @@ public struct PipelineJob: Sendable {
     public var compositionId: String
     /// The composition's stage ARN (the recording prefix uses its ID).
     public var stageArn: String
-    /// Recorded stage directory.
-    public var sourcePath: String
+    /// Where the stage's publishers come from.
+    public var source: StageMedia
     public var encoder: EncoderSpec
     public var layout: LayoutConfiguration
     public var recording: Recording?
     /// RTMP push to a channel; the sink reconnects by itself and reports `.channel` events.
     public var channel: ChannelDestinationPlan?
     public var preset: String
+}
+
+/// A stage's publishers: recorded (a stage directory, played in real time) or live (whoever
+/// publishes on the stage through ingest).
+public enum StageMedia: Sendable, Equatable {
+    case recorded(path: String)
+    case live
 }
 
 /// What a running pipeline tells its owner.
@@ -61,11 +69,14 @@ public protocol CompositionPipelineLauncher: Sendable {
 public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
     let metrics: ServerMetrics?
     let realTime: Bool
+    /// Live stages' publishers.
+    let hub: LiveStageHub?
 
     /// - Parameter realTime: false composes as fast as possible (tests only).
-    public init(metrics: ServerMetrics?, realTime: Bool = true) {
+    public init(metrics: ServerMetrics?, realTime: Bool = true, hub: LiveStageHub? = nil) {
         self.metrics = metrics
         self.realTime = realTime
+        self.hub = hub
     }
 
     final class StopFlag: PipelineHandle {
@@ -78,8 +89,9 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
         let stop = StopFlag()
         let metrics = self.metrics
         let realTime = self.realTime
+        let hub = self.hub
         let thread = Thread {
-            let failure = Self.run(job, logger: logger, stop: stop, metrics: metrics, realTime: realTime, report: report)
+            let failure = Self.run(job, logger: logger, stop: stop, metrics: metrics, realTime: realTime, hub: hub, report: report)
             report(.finished(failure: failure))
         }
         thread.name = "composition-\(job.compositionId)"
@@ -90,11 +102,25 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
 
     /// The pipeline thread's body; returns the failure, nil after a clean stop.
     static func run(_ job: PipelineJob, logger: Logger, stop: StopFlag, metrics: ServerMetrics?, realTime: Bool,
-                    report: @escaping @Sendable (PipelineReport) -> Void) -> String? {
+                    hub: LiveStageHub?, report: @escaping @Sendable (PipelineReport) -> Void) -> String? {
         do {
-            let stage = try RecordedStage.load(from: job.sourcePath)
-            let recorded = try RecordedStageSource(stage: stage, logger: logger)
-            let source = LiveRecordedStageSource(wrapping: recorded, stageArn: job.stageArn)
+            let source: any StageSource
+            var livePacer: ClockPacer?
+            switch job.source {
+            case .recorded(let path):
+                let stage = try RecordedStage.load(from: path)
+                let recorded = try RecordedStageSource(stage: stage, logger: logger)
+                source = LiveRecordedStageSource(wrapping: recorded, stageArn: job.stageArn)
+            case .live:
+                guard let hub else { return "live stages are not enabled on this server" }
+                let live = LiveStageSource(hub: hub, stageArn: job.stageArn, logger: logger)
+                // As IVS does, a composition on an empty stage waits (STARTING) for its first
+                // publisher; the lifecycle's idle timeout ends the wait.
+                if !waitForFirstPublisher(hub: hub, stageArn: job.stageArn, stop: stop) { return nil }
+                live.startClock()
+                livePacer = live.makePacer()
+                source = live
+            }
             let recording = job.recording.map {
                 RecordingDestinationPlan(destinationId: $0.destinationId, storage: LocalDirectoryStorage(rootPath: $0.storageRoot),
                                          encoderConfigurationId: $0.encoderConfigurationId,
@@ -130,7 +156,10 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 lastLagged = progress.laggedFrames
                 metrics.frameWorkTime.recordNanoseconds(max(0, RealtimePacer.nowNanoseconds() - workStarted))
             }
-            if realTime {
+            if let livePacer {
+                var pacer = MeasuringPacer(base: livePacer) { workStarted = $0 }
+                _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
+            } else if realTime {
                 var pacer = MeasuringPacer(base: RealtimePacer()) { workStarted = $0 }
                 _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
             } else {
@@ -143,6 +172,18 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
             return "\(error)"
         }
     }
+}
+
+/// Blocks (on the pipeline's own thread) until someone publishes on the stage; false if the
+/// composition was stopped first.
+private func waitForFirstPublisher(hub: LiveStageHub, stageArn: String, stop: ThreadedPipelineLauncher.StopFlag) -> Bool {
+    while hub.publishers(stageArn: stageArn).isEmpty {
+        if stop.isSet { return false }
+        var request = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+        var left = timespec()
+        _ = nanosleep(&request, &left)
+    }
+    return !stop.isSet
 }
 
 /// Notes when each frame's work starts (after the pacer's wait), for the encode-time metric.

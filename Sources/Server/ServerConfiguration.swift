@@ -15,14 +15,15 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         }
     }
 
-    /// A stage defined by the file: an ARN (or a bare ID) and its recorded stage directory.
+    /// A stage defined by the file: an ARN (or a bare ID) and, for a recorded stage, its
+    /// directory. Without `source` the stage is live: its publishers join through ingest.
     public struct StageEntry: Codable, Sendable, Equatable {
         public var arn: String?
         public var id: String?
         public var name: String?
-        /// Recorded stage directory (holds manifest.json).
-        public var source: String
-        public init(arn: String? = nil, id: String? = nil, name: String? = nil, source: String) {
+        /// Recorded stage directory (holds manifest.json); nil for a live stage.
+        public var source: String?
+        public init(arn: String? = nil, id: String? = nil, name: String? = nil, source: String? = nil) {
             self.arn = arn
             self.id = id
             self.name = name
@@ -155,9 +156,92 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         }
     }
 
+    /// Live publishers: where RTMP/RTMPS ingest listens and how live media is handled.
+    public struct Ingest: Codable, Sendable, Equatable {
+        public struct Listener: Codable, Sendable, Equatable {
+            public var enabled: Bool
+            public var host: String
+            public var port: Int
+            public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int) {
+                self.enabled = enabled
+                self.host = host
+                self.port = port
+            }
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
+                host = try c.decodeIfPresent(String.self, forKey: .host) ?? "127.0.0.1"
+                port = try c.decode(Int.self, forKey: .port)
+            }
+        }
+
+        /// Plain RTMP (only ingest configurations with insecureIngest may use it).
+        public var rtmp: Listener
+        /// RTMP over TLS, the IVS default.
+        public var rtmps: Listener
+        /// PEM certificate chain and private key for RTMPS; when absent a self-signed pair is
+        /// generated once under the state directory (for local use: publishers must trust it).
+        public var certificateFile: String?
+        public var privateKeyFile: String?
+        /// Host name or address publishers use, in the stages' `endpoints` (default: the
+        /// listener's host).
+        public var publicHost: String?
+        /// The jitter allowance: every publisher is shown this long after its media arrives.
+        public var latencyMs: Int
+        /// No video for this long shows a publisher as stopped video.
+        public var videoStoppedAfterSeconds: Double
+        /// A publisher above this (averaged over 5 s) is disconnected with BITRATE_EXCEEDED.
+        public var maxBitrate: Int
+        /// A connection must finish the handshake and start publishing within this time.
+        public var handshakeTimeoutSeconds: Double
+        /// A connection that sends nothing for this long is closed (half-open TCP, a stall).
+        public var idleTimeoutSeconds: Double
+
+        public init(rtmp: Listener = Listener(port: 1935), rtmps: Listener = Listener(port: 1936),
+                    certificateFile: String? = nil, privateKeyFile: String? = nil, publicHost: String? = nil,
+                    latencyMs: Int = 200, videoStoppedAfterSeconds: Double = 3, maxBitrate: Int = 8_500_000,
+                    handshakeTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 10) {
+            self.rtmp = rtmp
+            self.rtmps = rtmps
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.publicHost = publicHost
+            self.latencyMs = latencyMs
+            self.videoStoppedAfterSeconds = videoStoppedAfterSeconds
+            self.maxBitrate = maxBitrate
+            self.handshakeTimeoutSeconds = handshakeTimeoutSeconds
+            self.idleTimeoutSeconds = idleTimeoutSeconds
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let d = Ingest()
+            rtmp = try c.decodeIfPresent(Listener.self, forKey: .rtmp) ?? d.rtmp
+            rtmps = try c.decodeIfPresent(Listener.self, forKey: .rtmps) ?? d.rtmps
+            certificateFile = try c.decodeIfPresent(String.self, forKey: .certificateFile)
+            privateKeyFile = try c.decodeIfPresent(String.self, forKey: .privateKeyFile)
+            publicHost = try c.decodeIfPresent(String.self, forKey: .publicHost)
+            latencyMs = try c.decodeIfPresent(Int.self, forKey: .latencyMs) ?? d.latencyMs
+            videoStoppedAfterSeconds = try c.decodeIfPresent(Double.self, forKey: .videoStoppedAfterSeconds) ?? d.videoStoppedAfterSeconds
+            maxBitrate = try c.decodeIfPresent(Int.self, forKey: .maxBitrate) ?? d.maxBitrate
+            handshakeTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .handshakeTimeoutSeconds) ?? d.handshakeTimeoutSeconds
+            idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
+        }
+
+        /// `rtmp://host:port/app/`, as IVS's `endpoints.rtmp`; nil when disabled.
+        public var rtmpEndpoint: String? { rtmp.enabled ? "rtmp://\(hostForURL(rtmp)):\(rtmp.port)/app/" : nil }
+        public var rtmpsEndpoint: String? { rtmps.enabled ? "rtmps://\(hostForURL(rtmps)):\(rtmps.port)/app/" : nil }
+
+        private func hostForURL(_ listener: Listener) -> String {
+            let host = publicHost ?? (listener.host == "0.0.0.0" || listener.host == "::" ? "127.0.0.1" : listener.host)
+            return host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        }
+    }
+
     public var region: String
     public var account: String
     public var listen: Listen
+    public var ingest: Ingest
     public var auth: Authentication
     /// SQLite database, events file; created if missing.
     public var stateDirectory: String
@@ -180,7 +264,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 auth: Authentication = Authentication(), stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
                 channels: [ChannelEntry] = [], buckets: [String: String] = [:], quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
-                encoderPreset: String = "veryfast", logLevel: String = "info") {
+                encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest()) {
+        self.ingest = ingest
         self.region = region
         self.account = account
         self.listen = listen
@@ -200,7 +285,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, quotas,
-             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel
+             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest
     }
 
     public init(from decoder: any Decoder) throws {
@@ -221,6 +306,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         maxRequestBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxRequestBodyBytes) ?? d.maxRequestBodyBytes
         encoderPreset = try c.decodeIfPresent(String.self, forKey: .encoderPreset) ?? d.encoderPreset
         logLevel = try c.decodeIfPresent(String.self, forKey: .logLevel) ?? d.logLevel
+        ingest = try c.decodeIfPresent(Ingest.self, forKey: .ingest) ?? d.ingest
     }
 
     // MARK: Loading
@@ -286,8 +372,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         var copy = self
         copy.stateDirectory = absolute(stateDirectory)
         copy.stageSourceRoots = stageSourceRoots.map(absolute)
-        copy.stages = stages.map { var s = $0; s.source = absolute(s.source); return s }
+        copy.stages = stages.map { var s = $0; s.source = s.source.map(absolute); return s }
         copy.buckets = buckets.mapValues(absolute)
+        copy.ingest.certificateFile = ingest.certificateFile.map(absolute)
+        copy.ingest.privateKeyFile = ingest.privateKeyFile.map(absolute)
         return copy
     }
 
@@ -361,6 +449,22 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             }
             if webhook.maxAttempts < 1 { problems.append("events.webhook.maxAttempts: must be at least 1") }
         }
+        let i = ingest
+        for (name, listener) in [("rtmp", i.rtmp), ("rtmps", i.rtmps)] {
+            if listener.host.isEmpty { problems.append("ingest.\(name).host: must not be empty") }
+            if !(0...65_535).contains(listener.port) { problems.append("ingest.\(name).port: \(listener.port) is outside 0...65535") }
+        }
+        if i.rtmp.enabled, i.rtmps.enabled, i.rtmp.port == i.rtmps.port, i.rtmp.port != 0, i.rtmp.host == i.rtmps.host {
+            problems.append("ingest.rtmps.port: \(i.rtmps.port) is also the rtmp port")
+        }
+        if (i.certificateFile == nil) != (i.privateKeyFile == nil) {
+            problems.append("ingest.certificateFile/privateKeyFile: give both or neither")
+        }
+        if !(0...5_000).contains(i.latencyMs) { problems.append("ingest.latencyMs: \(i.latencyMs) is outside 0...5000") }
+        if !(i.videoStoppedAfterSeconds > 0) { problems.append("ingest.videoStoppedAfterSeconds: must be positive") }
+        if i.maxBitrate < 100_000 { problems.append("ingest.maxBitrate: must be at least 100000") }
+        if !(i.handshakeTimeoutSeconds > 0) { problems.append("ingest.handshakeTimeoutSeconds: must be positive") }
+        if !(i.idleTimeoutSeconds > 0) { problems.append("ingest.idleTimeoutSeconds: must be positive") }
         if maxRequestBodyBytes < 1024 { problems.append("maxRequestBodyBytes: must be at least 1024") }
         let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
         if !presets.contains(encoderPreset) { problems.append("encoderPreset: one of \(presets.joined(separator: ", "))") }
@@ -374,8 +478,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// daemon runs, and compositions on such a stage fail with "Session Failure".
     public func availabilityWarnings() -> [String] {
         stages.enumerated().compactMap { index, entry in
-            FileManager.default.fileExists(atPath: entry.source + "/manifest.json") ? nil
-                : "stages[\(index)].source: \(entry.source) has no manifest.json (not a recorded stage directory); "
+            guard let source = entry.source else { return nil }
+            return FileManager.default.fileExists(atPath: source + "/manifest.json") ? nil
+                : "stages[\(index)].source: \(source) has no manifest.json (not a recorded stage directory); "
                     + "compositions on this stage will fail until it is there"
         }
     }

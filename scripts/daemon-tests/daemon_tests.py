@@ -48,7 +48,7 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, binary, workdir, idle=2.0, quotas=None, retention=300.0, auth=None, channels=None):
+    def __init__(self, binary, workdir, idle=2.0, quotas=None, retention=300.0, auth=None, channels=None, extra=None):
         self.binary, self.workdir = binary, workdir
         self.port = free_port()
         self.config_path = os.path.join(workdir, "config.json")
@@ -71,6 +71,8 @@ class Daemon:
         }
         if auth is not None:
             config["auth"] = auth
+        config.update(extra or {})
+        self.config = config
         with open(self.config_path, "w") as f:
             json.dump(config, f, indent=2)
         self.process = None

@@ -1,32 +1,63 @@
 import MediaCore
-// The EventBridge "IVS Composition State Change" event, field for field and in the
-// order of the user guide's examples, rendered by hand so the text is deterministic:
-// one compact JSON line for JSON-lines files, stdout and webhooks, or the guide's
-// two-space pretty form.
+// The EventBridge events the daemon emits — "IVS Composition State Change" and "IVS Stage
+// Update" — field for field and in the order of the user guide's examples, rendered by hand
+// so the text is deterministic: one compact JSON line for JSON-lines files, stdout and
+// webhooks, or the guide's two-space pretty form.
 
-/// An "IVS Composition State Change" event envelope.
-public struct CompositionStateChangeEvent: Sendable, Hashable, Codable {
+/// The composition events' name for the envelope they share with stage updates.
+public typealias CompositionStateChangeEvent = IVSEvent
+
+/// An EventBridge event envelope from `aws.ivs`.
+public struct IVSEvent: Sendable, Hashable, Codable {
     public static let detailTypeValue = "IVS Composition State Change"
+    public static let stageUpdateDetailType = "IVS Stage Update"
     public static let sourceValue = "aws.ivs"
 
     public struct Detail: Sendable, Hashable, Codable {
-        /// "Session Start", "Destination Failure", ...
+        /// Stage updates: the stage session.
+        public var sessionId: String?
+        /// "Session Start", "Destination Failure", "Participant Published", ...
         public var eventName: String
-        public var stageArn: String
+        /// Composition events: the stage.
+        public var stageArn: String?
+        /// Stage updates: when it happened (Publish Error).
+        public var eventTime: String?
+        /// Stage updates: the participant.
+        public var userId: String?
+        public var participantId: String?
+        /// Participant Publish Error: the model's EventErrorCode.
+        public var errorCode: String?
         /// The destination ID, on destination events only.
         public var id: String?
         /// On failure events only.
         public var reason: String?
 
-        public init(eventName: String, stageArn: String, id: String? = nil, reason: String? = nil) {
+        public init(eventName: String, stageArn: String? = nil, id: String? = nil, reason: String? = nil,
+                    sessionId: String? = nil, eventTime: String? = nil, userId: String? = nil,
+                    participantId: String? = nil, errorCode: String? = nil) {
             self.eventName = eventName
             self.stageArn = stageArn
             self.id = id
             self.reason = reason
+            self.sessionId = sessionId
+            self.eventTime = eventTime
+            self.userId = userId
+            self.participantId = participantId
+            self.errorCode = errorCode
         }
 
         enum CodingKeys: String, CodingKey {
-            case eventName = "event_name", stageArn = "stage_arn", id, reason
+            case sessionId = "session_id", eventName = "event_name", stageArn = "stage_arn", eventTime = "event_time"
+            case userId = "user_id", participantId = "participant_id", errorCode = "error_code", id, reason
+        }
+
+        /// The members present, in the user guide's order.
+        var renderedFields: [(String, String)] {
+            let members: [(String, String?)] = [
+                ("session_id", sessionId), ("event_name", eventName), ("stage_arn", stageArn), ("event_time", eventTime),
+                ("user_id", userId), ("participant_id", participantId), ("error_code", errorCode), ("id", id), ("reason", reason),
+            ]
+            return members.compactMap { name, value in value.map { (name, IVSEvent.quote($0)) } }
         }
     }
 
@@ -41,10 +72,11 @@ public struct CompositionStateChangeEvent: Sendable, Hashable, Codable {
     public var resources: [String]
     public var detail: Detail
 
-    public init(id: String, account: String, time: String, region: String, resources: [String], detail: Detail) {
+    public init(id: String, account: String, time: String, region: String, resources: [String], detail: Detail,
+                detailType: String = IVSEvent.detailTypeValue) {
         version = "0"
         self.id = id
-        detailType = Self.detailTypeValue
+        self.detailType = detailType
         source = Self.sourceValue
         self.account = account
         self.time = time
@@ -64,12 +96,7 @@ public struct CompositionStateChangeEvent: Sendable, Hashable, Codable {
     public var prettyJSON: String { render(pretty: true) }
 
     private func render(pretty: Bool) -> String {
-        var detailFields: [(String, String)] = [
-            ("event_name", Self.quote(detail.eventName)),
-            ("stage_arn", Self.quote(detail.stageArn)),
-        ]
-        if let destinationID = detail.id { detailFields.append(("id", Self.quote(destinationID))) }
-        if let reason = detail.reason { detailFields.append(("reason", Self.quote(reason))) }
+        let detailFields = detail.renderedFields
 
         let fields: [(String, JSONValue)] = [
             ("version", .literal(Self.quote(version))),
@@ -103,9 +130,9 @@ public struct CompositionStateChangeEvent: Sendable, Hashable, Codable {
                 return "[\n" + items.map { inner + $0 }.joined(separator: ",\n") + "\n\(outer)]"
             case .object(let members):
                 guard pretty else {
-                    return "{" + members.map { CompositionStateChangeEvent.quote($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+                    return "{" + members.map { IVSEvent.quote($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
                 }
-                return "{\n" + members.map { inner + CompositionStateChangeEvent.quote($0.0) + ": " + $0.1 }
+                return "{\n" + members.map { inner + IVSEvent.quote($0.0) + ": " + $0.1 }
                     .joined(separator: ",\n") + "\n\(outer)}"
             }
         }

@@ -1,0 +1,62 @@
+// What the ingest server asks of the stage side (the daemon's StageRuntime): may this
+// stream key publish, and what happened to a publisher afterwards. The server never touches
+// the control plane's state; the stage side never touches sockets.
+
+public import LiveStage
+
+/// The transport a publisher used.
+public enum IngestTransport: String, Sendable, Equatable {
+    case rtmp = "RTMP", rtmps = "RTMPS"
+}
+
+/// The model's EventErrorCode values the ingest path reports.
+public enum IngestPublishError: String, Sendable, Equatable, CaseIterable {
+    case invalidStreamKey = "INVALID_STREAM_KEY"
+    case invalidProtocol = "INVALID_PROTOCOL"
+    case reuseOfStreamKey = "REUSE_OF_STREAM_KEY"
+    case quotaExceeded = "QUOTA_EXCEEDED"
+    case bitrateExceeded = "BITRATE_EXCEEDED"
+    case resolutionExceeded = "RESOLUTION_EXCEEDED"
+    case invalidVideoCodec = "INVALID_VIDEO_CODEC"
+    case invalidAudioCodec = "INVALID_AUDIO_CODEC"
+    case invalidInput = "INVALID_INPUT"
+    case streamDurationExceeded = "STREAM_DURATION_EXCEEDED"
+    case internalServerException = "INTERNAL_SERVER_EXCEPTION"
+}
+
+public struct IngestAdmissionRequest: Sendable, Equatable {
+    /// The publish name as the encoder sent it (`?query` arguments removed).
+    public var streamKey: String
+    public var transport: IngestTransport
+    /// "ip:port" of the publisher, for logs.
+    public var remoteAddress: String
+
+    public init(streamKey: String, transport: IngestTransport, remoteAddress: String) {
+        self.streamKey = streamKey
+        self.transport = transport
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// An admitted publisher: where its media goes, and whom to tell how it ended.
+public protocol IngestPublication: Sendable {
+    var publisher: LivePublisher { get }
+    /// The publisher broke a rule after admission (bitrate, codec, malformed media): a
+    /// PUBLISH_ERROR is recorded; `ended` follows when the connection is closed.
+    func failed(_ error: IngestPublishError, reason: String)
+    /// The publisher is gone (unpublished, disconnected, timed out, killed). Called once.
+    func ended(reason: String)
+}
+
+public enum IngestAdmissionDecision: Sendable {
+    case accepted(any IngestPublication)
+    case refused(IngestPublishError, reason: String)
+}
+
+public protocol IngestAdmission: Sendable {
+    /// Decides whether `request` may publish. `decide` is called exactly once, on any
+    /// thread; `disconnect` is how the stage side later closes the connection
+    /// (DisconnectParticipant, a deleted ingest configuration).
+    func admit(_ request: IngestAdmissionRequest, disconnect: @escaping @Sendable (String) -> Void,
+               decide: @escaping @Sendable (IngestAdmissionDecision) -> Void)
+}

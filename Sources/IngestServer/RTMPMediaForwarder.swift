@@ -1,0 +1,145 @@
+// From FLV tag payloads to a live publisher's stream setups and packets: which codec, which
+// configuration record, which timestamps. Pure apart from the publisher it feeds, so every
+// case (legacy and Enhanced RTMP, B-frames, codec changes, garbage) is a unit test.
+
+public import FFmpeg
+public import LiveStage
+public import RTMP
+
+/// What the connection must do after forwarding one message.
+public enum ForwardOutcome: Equatable, Sendable {
+    case forwarded
+    /// Nothing to forward (metadata-only packets, end of sequence, before any setup).
+    case ignored
+    /// The publisher sent what we cannot take: report it and disconnect.
+    case reject(IngestPublishError, reason: String)
+}
+
+public struct RTMPMediaForwarder: Sendable {
+    public private(set) var videoSetup: CodecConfiguration?
+    public private(set) var audioSetup: CodecConfiguration?
+    /// A bounded count of frames dropped because no setup had arrived yet (for logs).
+    public private(set) var framesBeforeSetup = 0
+
+    public init() {}
+
+    /// Parses one audio (8) or video (9) message and hands its content to `publisher`.
+    /// `timestamp` is the message's unwrapped RTMP timestamp (ms).
+    public mutating func forward(typeID: UInt8, payload: [UInt8], timestamp: Int64, to publisher: LivePublisher) -> ForwardOutcome {
+        let packet: FLVMediaPacket
+        do {
+            packet = try FLVMediaPacket.parse(typeID: typeID, payload: payload)
+        } catch {
+            return .reject(.invalidInput, reason: "malformed \(typeID == 9 ? "video" : "audio") tag: \(error)")
+        }
+        let micros = timestamp * 1000
+        switch packet {
+        case .videoConfig(let codec, let record):
+            guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
+                return .reject(.invalidVideoCodec, reason: "video codec \(codec) cannot be decoded")
+            }
+            var setup = CodecConfiguration(codec: compressed, extradata: record)
+            if compressed == .h264, let size = try? AVCDecoderConfiguration.pictureSize(record: record) {
+                setup.width = size.width
+                setup.height = size.height
+            }
+            if setup != videoSetup {
+                videoSetup = setup
+                publisher.announce(setup)
+            }
+            return .forwarded
+        case .videoFrame(let codec, let isKeyframe, let compositionTimeMs, let data):
+            guard let setup = videoSetup, Self.codec(for: codec) == setup.codec else {
+                framesBeforeSetup += 1
+                return .ignored
+            }
+            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(compositionTimeMs) * 1000,
+                           isKeyframe: isKeyframe)
+            return .forwarded
+        case .audioConfig(let codec, let config):
+            guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
+                return .reject(.invalidAudioCodec, reason: "audio codec \(codec) cannot be decoded")
+            }
+            var setup = CodecConfiguration(codec: compressed, extradata: config)
+            if compressed == .aac, let info = try? AudioSpecificConfig(bytes: config) {
+                setup.sampleRate = info.sampleRate
+                setup.channelCount = info.channelCount
+            }
+            if setup != audioSetup {
+                audioSetup = setup
+                publisher.announce(setup)
+            }
+            return .forwarded
+        case .audioFrame(let codec, let data, let sampleRate, let channels):
+            guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
+                return .reject(.invalidAudioCodec, reason: "audio codec \(codec) cannot be decoded")
+            }
+            if audioSetup?.codec != compressed {
+                // Codecs without a sequence header (MP3) are set up by their first frame.
+                guard compressed != .aac else {
+                    framesBeforeSetup += 1
+                    return .ignored
+                }
+                let setup = CodecConfiguration(codec: compressed, sampleRate: sampleRate ?? 0, channelCount: channels ?? 0)
+                audioSetup = setup
+                publisher.announce(setup)
+            }
+            publisher.push(.audio, data: data, timestamp: micros, isKeyframe: true)
+            return .forwarded
+        case .videoEndOfSequence:
+            return .ignored
+        case .unsupported(let what):
+            return .reject(typeID == 9 ? .invalidVideoCodec : .invalidAudioCodec, reason: what)
+        }
+    }
+
+    static func codec(for codec: FLVVideoCodec) -> CompressedCodec? {
+        switch codec {
+        case .avc: .h264
+        case .hevc: .hevc
+        case .av1: .av1
+        case .vp9: .vp9
+        }
+    }
+
+    static func codec(for codec: FLVAudioCodec) -> CompressedCodec? {
+        switch codec {
+        case .aac: .aac
+        case .mp3: .mp3
+        }
+    }
+}
+
+/// Bytes received per second over a sliding window of whole seconds, to hold publishers to
+/// the maximum bitrate without punishing a single large keyframe.
+public struct BitrateWindow: Sendable {
+    public let seconds: Int
+    private var buckets: [Int64]
+    private var currentSecond: Int64?
+
+    public init(seconds: Int = 5) {
+        self.seconds = seconds
+        buckets = Array(repeating: 0, count: seconds)
+    }
+
+    /// Adds `bytes` at `now` (µs); returns the average bitrate (bits/s) over the window once
+    /// a whole window has been seen, else nil.
+    public mutating func add(_ bytes: Int, now: Int64) -> Int64? {
+        let second = now / 1_000_000
+        if let current = currentSecond {
+            if second > current {
+                for step in 1...min(Int(second - current), seconds) {
+                    buckets[Int((current + Int64(step)) % Int64(seconds))] = 0
+                }
+            }
+        } else {
+            startSecond = second
+        }
+        currentSecond = max(currentSecond ?? second, second)
+        buckets[Int(second % Int64(seconds))] += Int64(bytes)
+        guard let startSecond, second - startSecond >= Int64(seconds) else { return nil }
+        return buckets.reduce(0, +) * 8 / Int64(seconds)
+    }
+
+    private var startSecond: Int64?
+}
