@@ -95,10 +95,14 @@ let package = Package(
             dependencies: ["FFmpeg", "MediaCore", "Pipeline", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // Pure RTMP: handshake, chunk stream, AMF0, the publish conversation, FLV tags.
+        .target(name: "RTMP", path: "Sources/Ingest/RTMP", swiftSettings: strict),
+        // libFuzzer entry point over the RTMP core (see the file for how to build and run it).
+        .executableTarget(name: "RTMPFuzz", dependencies: ["RTMP"], path: "Sources/Ingest/RTMPFuzz", swiftSettings: strict),
         // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
         .target(
             name: "IngestServer",
-            dependencies: ["LiveStage", "FFmpeg", "MediaCore",
+            dependencies: ["RTMP", "LiveStage", "FFmpeg", "MediaCore",
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -107,6 +111,7 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Sources/Ingest/Server",
             swiftSettings: strict
         ),
         .target(
@@ -169,6 +174,7 @@ let package = Package(
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
+        .testTarget(name: "RTMPTests", dependencies: ["RTMP"], exclude: ["Corpus"]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore",
                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),

@@ -151,8 +151,14 @@ public final class RTMPChannelSink: PacketSink {
         sender.start()
     }
 
+    /// The longest time a `write` took (ns): it only enqueues, so it never waits for the
+    /// network; tests check that the composition was never held up by the channel.
+    public private(set) var longestWriteNanoseconds: Int64 = 0
+
     /// Enqueues only; throws once the destination has FAILED so the session drops it.
     public func write(_ packet: Packet, media: MediaType) throws(PipelineError) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer { longestWriteNanoseconds = max(longestWriteNanoseconds, Int64(DispatchTime.now().uptimeNanoseconds - started)) }
         if let failure = status.failure { throw .output("\(name): \(failure.reason.rawValue)") }
         let dropped = queue.push(packet, media: media)
         if dropped > 0 {

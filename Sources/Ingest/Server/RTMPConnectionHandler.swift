@@ -8,9 +8,10 @@
 import Crypto
 import Foundation
 internal import LiveStage
-public import Logging
+import Logging
 public import NIOCore
-import RTMP
+public import RTMP
+import Synchronization
 
 /// Limits and timings of one connection.
 public struct RTMPConnectionPolicy: Sendable {
@@ -84,9 +85,11 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         registry.add(context.channel)
-        deadline = context.eventLoop.scheduleTask(in: policy.publishDeadline) { [weak self] in
-            guard let self, case .negotiating = self.phase else { return }
-            self.close(reason: "did not start publishing within \(self.policy.publishDeadline.nanoseconds / 1_000_000_000) s")
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: policy.publishDeadline) {
+            let handler = handler.value
+            guard case .negotiating = handler.phase else { return }
+            handler.close(reason: "did not start publishing within \(handler.policy.publishDeadline.nanoseconds / 1_000_000_000) s")
         }
         logger.debug("ingest connection opened")
     }
@@ -195,8 +198,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
             close(reason: "bitrate \(rate) bit/s exceeds the maximum \(policy.maxBitrate)")
             return
         }
-        switch forwarder.forward(typeID: message.typeID, payload: message.payload, timestamp: message.timestamp,
-                                 to: publication.publisher) {
+        switch forwarder.forward(message, to: publication.publisher) {
         case .forwarded, .ignored:
             break
         case .reject(let error, let reason):
@@ -237,9 +239,9 @@ public protocol MediaClockReading: Sendable {
 
 /// The open connections, so a graceful shutdown can close them all.
 final class ConnectionRegistry: Sendable {
-    private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
-    func add(_ channel: any Channel) { channels.withLockedValue { $0[ObjectIdentifier(channel)] = channel } }
-    func remove(_ channel: any Channel) { channels.withLockedValue { $0[ObjectIdentifier(channel)] = nil } }
-    var all: [any Channel] { channels.withLockedValue { Array($0.values) } }
+    func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
+    func remove(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = nil } }
+    var all: [any Channel] { channels.withLock { Array($0.values) } }
 }

@@ -25,13 +25,15 @@ public struct RTMPMediaForwarder: Sendable {
 
     /// Parses one audio (8) or video (9) message and hands its content to `publisher`.
     /// `timestamp` is the message's unwrapped RTMP timestamp (ms).
-    public mutating func forward(typeID: UInt8, payload: [UInt8], timestamp: Int64, to publisher: LivePublisher) -> ForwardOutcome {
+    public mutating func forward(_ message: RTMPMediaMessage, to publisher: LivePublisher) -> ForwardOutcome {
         let packet: FLVMediaPacket
+        let isVideo = message.kind == .video
         do {
-            packet = try FLVMediaPacket.parse(typeID: typeID, payload: payload)
+            packet = isVideo ? try FLVMediaPacket.parseVideo(message.payload) : try FLVMediaPacket.parseAudio(message.payload)
         } catch {
-            return .reject(.invalidInput, reason: "malformed \(typeID == 9 ? "video" : "audio") tag: \(error)")
+            return .reject(.invalidInput, reason: "malformed \(isVideo ? "video" : "audio") tag: \(error)")
         }
+        let timestamp = message.timestamp
         let micros = timestamp * 1000
         switch packet {
         case .videoConfig(let codec, let record):
@@ -39,9 +41,9 @@ public struct RTMPMediaForwarder: Sendable {
                 return .reject(.invalidVideoCodec, reason: "video codec \(codec) cannot be decoded")
             }
             var setup = CodecConfiguration(codec: compressed, extradata: record)
-            if compressed == .h264, let size = try? AVCDecoderConfiguration.pictureSize(record: record) {
-                setup.width = size.width
-                setup.height = size.height
+            if compressed == .h264, let sps = try? AVCDecoderConfigurationRecord(parsing: record).firstSequenceParameterSet() {
+                setup.width = sps.width
+                setup.height = sps.height
             }
             if setup != videoSetup {
                 videoSetup = setup
@@ -61,9 +63,9 @@ public struct RTMPMediaForwarder: Sendable {
                 return .reject(.invalidAudioCodec, reason: "audio codec \(codec) cannot be decoded")
             }
             var setup = CodecConfiguration(codec: compressed, extradata: config)
-            if compressed == .aac, let info = try? AudioSpecificConfig(bytes: config) {
+            if compressed == .aac, let info = try? AACAudioSpecificConfig(parsing: config) {
                 setup.sampleRate = info.sampleRate
-                setup.channelCount = info.channelCount
+                setup.channelCount = info.channels ?? 0
             }
             if setup != audioSetup {
                 audioSetup = setup
@@ -86,10 +88,10 @@ public struct RTMPMediaForwarder: Sendable {
             }
             publisher.push(.audio, data: data, timestamp: micros, isKeyframe: true)
             return .forwarded
-        case .videoEndOfSequence:
+        case .videoEndOfSequence, .ignored:
             return .ignored
         case .unsupported(let what):
-            return .reject(typeID == 9 ? .invalidVideoCodec : .invalidAudioCodec, reason: what)
+            return .reject(isVideo ? .invalidVideoCodec : .invalidAudioCodec, reason: what)
         }
     }
 

@@ -11,6 +11,7 @@ public import NIOCore
 public import NIOPosix
 public import NIOSSL
 public import ServiceLifecycle
+import Synchronization
 
 public struct RTMPIngestListener: Sendable {
     public var host: String
@@ -36,8 +37,8 @@ public final class RTMPIngestServer: Service, Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let registry = ConnectionRegistry()
-    private let bound = NIOLockedValueBox<[IngestTransport: Int]>([:])
-    private let ready = NIOLockedValueBox<[CheckedContinuation<Void, Never>]>([])
+    private let bound = Mutex<[IngestTransport: Int]>([:])
+    private let ready = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     public init(listeners: [RTMPIngestListener], admission: any IngestAdmission, policy: RTMPConnectionPolicy,
                 idleTimeout: TimeAmount, clock: any MediaClockReading,
@@ -52,13 +53,13 @@ public final class RTMPIngestServer: Service, Sendable {
     }
 
     /// The port each transport listens on, once bound (useful with port 0).
-    public func port(for transport: IngestTransport) -> Int? { bound.withLockedValue { $0[transport] } }
+    public func port(for transport: IngestTransport) -> Int? { bound.withLock { $0[transport] } }
 
     /// Returns once every listener is bound (or `run` failed).
     public func waitUntilListening() async {
         await withCheckedContinuation { continuation in
-            let done = bound.withLockedValue { $0.count } == listeners.count
-            if done { continuation.resume() } else { ready.withLockedValue { $0.append(continuation) } }
+            let done = bound.withLock { $0.count } == listeners.count
+            if done { continuation.resume() } else { ready.withLock { $0.append(continuation) } }
         }
     }
 
@@ -70,7 +71,7 @@ public final class RTMPIngestServer: Service, Sendable {
                 let channel = try await bind(listener)
                 channels.append(channel)
                 let port = channel.localAddress?.port ?? listener.port
-                bound.withLockedValue { $0[listener.transport] = port }
+                bound.withLock { $0[listener.transport] = port }
                 logger.notice("RTMP ingest listening", metadata: ["transport": "\(listener.transport.rawValue)",
                                                                  "address": "\(listener.host):\(port)"])
             }
@@ -88,7 +89,7 @@ public final class RTMPIngestServer: Service, Sendable {
     }
 
     private func releaseWaiters() {
-        let waiters = ready.withLockedValue { waiters in
+        let waiters = ready.withLock { waiters in
             defer { waiters.removeAll() }
             return waiters
         }

@@ -1,0 +1,509 @@
+// The payloads of RTMP audio (type 8) and video (type 9) messages are FLV tag bodies:
+// legacy FLV (codec ID nibbles, AVC/AAC packet types) or Enhanced RTMP (FourCC codecs,
+// signalled by the top bit of the first byte). This turns them into codec-level packets;
+// codecs we cannot decode come back as `.unsupported` with a reason, never as an error.
+
+public enum FLVVideoCodec: String, Equatable, Sendable {
+    case avc, hevc, av1, vp9
+}
+
+public enum FLVAudioCodec: String, Equatable, Sendable {
+    case aac, mp3
+}
+
+/// One audio or video message, parsed.
+public enum FLVMediaPacket: Equatable, Sendable {
+    /// Decoder configuration: AVCDecoderConfigurationRecord, HEVCDecoderConfigurationRecord,
+    /// AV1CodecConfigurationRecord or VPCodecConfigurationRecord, as sent.
+    case videoConfig(codec: FLVVideoCodec, record: [UInt8])
+    /// Coded video (length-prefixed NAL units for AVC/HEVC, OBUs for AV1, a frame for VP9).
+    /// Presentation time = message timestamp + `compositionTimeMs`.
+    case videoFrame(codec: FLVVideoCodec, isKeyframe: Bool, compositionTimeMs: Int32, data: [UInt8])
+    case videoEndOfSequence(codec: FLVVideoCodec)
+    /// AAC AudioSpecificConfig.
+    case audioConfig(codec: FLVAudioCodec, config: [UInt8])
+    /// One audio frame. `sampleRate`/`channels` come from the legacy FLV flags for MP3; for
+    /// AAC they are nil (the AudioSpecificConfig is authoritative).
+    case audioFrame(codec: FLVAudioCodec, data: [UInt8], sampleRate: Int?, channels: Int?)
+    /// Carries no media: command frames, E-RTMP metadata, silence, end of audio sequence.
+    case ignored(String)
+    /// Media we cannot decode; the reason names the codec or feature.
+    case unsupported(String)
+}
+
+/// A payload too short for its own headers, or a malformed configuration record.
+public enum FLVMediaError: Error, Equatable, Sendable, CustomStringConvertible {
+    case truncated(String)
+    case malformedRecord(String)
+
+    public var description: String {
+        switch self {
+        case .truncated(let what): return "FLV payload truncated: \(what)"
+        case .malformedRecord(let what): return "malformed record: \(what)"
+        }
+    }
+}
+
+extension FLVMediaPacket {
+    private enum LegacyVideoCodecID {
+        static let avc: UInt8 = 7
+        static let names: [UInt8: String] = [
+            1: "JPEG", 2: "Sorenson H.263", 3: "Screen video", 4: "On2 VP6", 5: "On2 VP6 with alpha",
+            6: "Screen video v2", 12: "HEVC (non-standard codec ID 12)", 13: "AV1 (non-standard codec ID 13)",
+        ]
+    }
+
+    private enum VideoFrameType {
+        static let keyframe: UInt8 = 1
+        static let command: UInt8 = 5
+    }
+
+    private enum VideoPacketType {
+        static let sequenceStart: UInt8 = 0
+        static let codedFrames: UInt8 = 1
+        static let sequenceEnd: UInt8 = 2
+        static let codedFramesX: UInt8 = 3
+        static let metadata: UInt8 = 4
+        static let mpeg2TSSequenceStart: UInt8 = 5
+        static let multitrack: UInt8 = 6
+        static let modEx: UInt8 = 7
+    }
+
+    private enum SoundFormat {
+        static let mp3: UInt8 = 2
+        static let exHeader: UInt8 = 9
+        static let aac: UInt8 = 10
+        static let names: [UInt8: String] = [
+            0: "linear PCM (platform endian)", 1: "ADPCM", 3: "linear PCM (little endian)",
+            4: "Nellymoser 16 kHz mono", 5: "Nellymoser 8 kHz mono", 6: "Nellymoser", 7: "G.711 A-law",
+            8: "G.711 mu-law", 11: "Speex", 14: "MP3 8 kHz", 15: "device-specific sound",
+        ]
+    }
+
+    private enum AudioPacketType {
+        static let sequenceStart: UInt8 = 0
+        static let codedFrames: UInt8 = 1
+        static let sequenceEnd: UInt8 = 2
+        static let multichannelConfig: UInt8 = 4
+        static let multitrack: UInt8 = 5
+        static let modEx: UInt8 = 7
+    }
+
+    /// Parses the payload of a video message (type 9).
+    public static func parseVideo(_ payload: [UInt8]) throws(FLVMediaError) -> FLVMediaPacket {
+        var reader = ByteReader(payload)
+        guard let first = reader.readUInt8() else { return .ignored("empty video message") }
+        if first & 0x80 != 0 {
+            return try parseEnhancedVideo(first: first, reader: &reader)
+        }
+        let frameType = first >> 4
+        let codecID = first & 0x0F
+        if frameType == VideoFrameType.command {
+            return .ignored("video command frame")
+        }
+        guard codecID == LegacyVideoCodecID.avc else {
+            let name = LegacyVideoCodecID.names[codecID] ?? "unknown"
+            return .unsupported("legacy video codec ID \(codecID) (\(name))")
+        }
+        guard let packetType = reader.readUInt8(), let compositionTime = reader.readInt24() else {
+            throw .truncated("AVC video header")
+        }
+        switch packetType {
+        case 0:
+            return .videoConfig(codec: .avc, record: reader.readRemaining())
+        case 1:
+            return .videoFrame(codec: .avc, isKeyframe: frameType == VideoFrameType.keyframe,
+                               compositionTimeMs: compositionTime, data: reader.readRemaining())
+        case 2:
+            return .videoEndOfSequence(codec: .avc)
+        default:
+            return .unsupported("AVC packet type \(packetType)")
+        }
+    }
+
+    private static func parseEnhancedVideo(first: UInt8, reader: inout ByteReader) throws(FLVMediaError) -> FLVMediaPacket {
+        let frameType = (first >> 4) & 0x07
+        let packetType = first & 0x0F
+        switch packetType {
+        case VideoPacketType.modEx:
+            return .unsupported("E-RTMP v2 ModEx video packet")
+        case VideoPacketType.multitrack:
+            return .unsupported("E-RTMP v2 multitrack video")
+        default:
+            break
+        }
+        if frameType == VideoFrameType.command, packetType != VideoPacketType.metadata {
+            return .ignored("video command frame")
+        }
+        guard let fourCC = reader.readBytes(4) else { throw .truncated("video FourCC") }
+        let codec: FLVVideoCodec
+        switch fourCC {
+        case Array("avc1".utf8): codec = .avc
+        case Array("hvc1".utf8): codec = .hevc
+        case Array("av01".utf8): codec = .av1
+        case Array("vp09".utf8): codec = .vp9
+        default: return .unsupported("video FourCC \(describeFourCC(fourCC))")
+        }
+        let isKeyframe = frameType == VideoFrameType.keyframe
+        switch packetType {
+        case VideoPacketType.sequenceStart:
+            return .videoConfig(codec: codec, record: reader.readRemaining())
+        case VideoPacketType.codedFrames:
+            var compositionTime: Int32 = 0
+            // Only the codecs with B-frames in their FLV mapping carry a composition time.
+            if codec == .avc || codec == .hevc {
+                guard let value = reader.readInt24() else { throw .truncated("composition time") }
+                compositionTime = value
+            }
+            return .videoFrame(codec: codec, isKeyframe: isKeyframe, compositionTimeMs: compositionTime,
+                               data: reader.readRemaining())
+        case VideoPacketType.codedFramesX:
+            return .videoFrame(codec: codec, isKeyframe: isKeyframe, compositionTimeMs: 0, data: reader.readRemaining())
+        case VideoPacketType.sequenceEnd:
+            return .videoEndOfSequence(codec: codec)
+        case VideoPacketType.metadata:
+            return .ignored("video metadata")
+        case VideoPacketType.mpeg2TSSequenceStart:
+            return .unsupported("MPEG-2 TS sequence start (\(codec.rawValue))")
+        default:
+            return .unsupported("video packet type \(packetType)")
+        }
+    }
+
+    /// Parses the payload of an audio message (type 8).
+    public static func parseAudio(_ payload: [UInt8]) throws(FLVMediaError) -> FLVMediaPacket {
+        var reader = ByteReader(payload)
+        // An empty audio message is the (undocumented) silence signal.
+        guard let first = reader.readUInt8() else { return .ignored("audio silence") }
+        let soundFormat = first >> 4
+        switch soundFormat {
+        case SoundFormat.aac:
+            guard let packetType = reader.readUInt8() else { throw .truncated("AAC packet type") }
+            switch packetType {
+            case 0: return .audioConfig(codec: .aac, config: reader.readRemaining())
+            case 1: return .audioFrame(codec: .aac, data: reader.readRemaining(), sampleRate: nil, channels: nil)
+            default: return .unsupported("AAC packet type \(packetType)")
+            }
+        case SoundFormat.mp3:
+            guard !reader.isAtEnd else { throw .truncated("MP3 frame") }
+            let sampleRates = [5512, 11025, 22050, 44100]
+            return .audioFrame(codec: .mp3, data: reader.readRemaining(),
+                               sampleRate: sampleRates[Int((first >> 2) & 0x03)], channels: first & 0x01 == 1 ? 2 : 1)
+        case SoundFormat.exHeader:
+            return try parseEnhancedAudio(packetType: first & 0x0F, reader: &reader)
+        default:
+            return .unsupported("audio format \(soundFormat) (\(SoundFormat.names[soundFormat] ?? "unknown"))")
+        }
+    }
+
+    private static func parseEnhancedAudio(packetType: UInt8, reader: inout ByteReader) throws(FLVMediaError) -> FLVMediaPacket {
+        switch packetType {
+        case AudioPacketType.modEx: return .unsupported("E-RTMP v2 ModEx audio packet")
+        case AudioPacketType.multitrack: return .unsupported("E-RTMP v2 multitrack audio")
+        default: break
+        }
+        guard let fourCC = reader.readBytes(4) else { throw .truncated("audio FourCC") }
+        let codec: FLVAudioCodec
+        switch fourCC {
+        case Array("mp4a".utf8): codec = .aac
+        case Array(".mp3".utf8): codec = .mp3
+        default: return .unsupported("audio FourCC \(describeFourCC(fourCC))")
+        }
+        switch packetType {
+        case AudioPacketType.sequenceStart:
+            return codec == .aac ? .audioConfig(codec: .aac, config: reader.readRemaining()) : .ignored("MP3 sequence start")
+        case AudioPacketType.codedFrames:
+            return .audioFrame(codec: codec, data: reader.readRemaining(), sampleRate: nil, channels: nil)
+        case AudioPacketType.sequenceEnd:
+            return .ignored("audio sequence end")
+        case AudioPacketType.multichannelConfig:
+            return .ignored("audio multichannel configuration")
+        default:
+            return .unsupported("audio packet type \(packetType)")
+        }
+    }
+
+    private static func describeFourCC(_ bytes: [UInt8]) -> String {
+        if bytes.allSatisfy({ (0x20...0x7E).contains($0) }), let text = String(validating: bytes, as: UTF8.self) {
+            return "'\(text)'"
+        }
+        return "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+}
+
+// MARK: - Codec configuration helpers
+
+/// The parts of an AVCDecoderConfigurationRecord (ISO 14496-15) a server needs.
+public struct AVCDecoderConfigurationRecord: Equatable, Sendable {
+    public var profileIndication: UInt8
+    public var profileCompatibility: UInt8
+    public var levelIndication: UInt8
+    /// Bytes of the length prefix of each NAL unit in frames (1, 2 or 4).
+    public var nalUnitLengthSize: Int
+    public var sequenceParameterSets: [[UInt8]]
+    public var pictureParameterSets: [[UInt8]]
+
+    public init(parsing record: [UInt8]) throws(FLVMediaError) {
+        var reader = ByteReader(record)
+        guard let version = reader.readUInt8(), let profile = reader.readUInt8(),
+              let compatibility = reader.readUInt8(), let level = reader.readUInt8(),
+              let lengthByte = reader.readUInt8(), let spsCountByte = reader.readUInt8()
+        else { throw .truncated("AVCDecoderConfigurationRecord header") }
+        guard version == 1 else { throw .malformedRecord("AVCDecoderConfigurationRecord version \(version)") }
+        profileIndication = profile
+        profileCompatibility = compatibility
+        levelIndication = level
+        nalUnitLengthSize = Int(lengthByte & 0x03) + 1
+        sequenceParameterSets = try Self.readParameterSets(count: Int(spsCountByte & 0x1F), from: &reader, name: "SPS")
+        guard let ppsCount = reader.readUInt8() else { throw .truncated("PPS count") }
+        pictureParameterSets = try Self.readParameterSets(count: Int(ppsCount), from: &reader, name: "PPS")
+    }
+
+    private static func readParameterSets(count: Int, from reader: inout ByteReader, name: String) throws(FLVMediaError) -> [[UInt8]] {
+        var sets: [[UInt8]] = []
+        for _ in 0..<count {
+            guard let length = reader.readUInt16(), let set = reader.readBytes(Int(length)) else {
+                throw .truncated(name)
+            }
+            sets.append(set)
+        }
+        return sets
+    }
+
+    /// The first SPS, parsed.
+    public func firstSequenceParameterSet() throws(FLVMediaError) -> AVCSequenceParameterSet {
+        guard let sps = sequenceParameterSets.first else { throw .malformedRecord("no SPS in the record") }
+        return try AVCSequenceParameterSet(nalUnit: sps)
+    }
+}
+
+/// Picture size and profile from an H.264 sequence parameter set (ITU-T H.264 7.3.2.1.1).
+public struct AVCSequenceParameterSet: Equatable, Sendable {
+    public var profileIDC: UInt8
+    /// constraint_set0...5 flags, as the byte after profile_idc.
+    public var constraintFlags: UInt8
+    public var levelIDC: UInt8
+    /// 0 monochrome, 1 4:2:0, 2 4:2:2, 3 4:4:4.
+    public var chromaFormatIDC: Int
+    public var bitDepthLuma: Int
+    public var bitDepthChroma: Int
+    /// False for interlaced (field or MBAFF) coding.
+    public var frameMBsOnly: Bool
+    /// Displayed size, after frame cropping.
+    public var width: Int
+    public var height: Int
+
+    /// Profiles whose SPS carries chroma format, bit depths and scaling lists.
+    private static let highProfiles: Set<UInt8> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]
+
+    /// `nalUnit` starts with the NAL header byte (type 7), as in the configuration record.
+    public init(nalUnit: [UInt8]) throws(FLVMediaError) {
+        guard let header = nalUnit.first else { throw .truncated("SPS") }
+        guard header & 0x1F == 7 else { throw .malformedRecord("NAL unit type \(header & 0x1F) is not an SPS") }
+        var bits = ExpGolombReader(Self.removingEmulationPrevention(nalUnit.dropFirst()))
+        profileIDC = try bits.readByte()
+        constraintFlags = try bits.readByte()
+        levelIDC = try bits.readByte()
+        _ = try bits.readUnsigned()  // seq_parameter_set_id
+
+        var chromaFormat = 1
+        var separateColourPlane = false
+        bitDepthLuma = 8
+        bitDepthChroma = 8
+        if Self.highProfiles.contains(profileIDC) {
+            chromaFormat = try bits.readUnsigned(max: 3)
+            if chromaFormat == 3 {
+                separateColourPlane = try bits.readFlag()
+            }
+            bitDepthLuma = try bits.readUnsigned(max: 6) + 8
+            bitDepthChroma = try bits.readUnsigned(max: 6) + 8
+            _ = try bits.readFlag()  // qpprime_y_zero_transform_bypass_flag
+            if try bits.readFlag() {  // seq_scaling_matrix_present_flag
+                for index in 0..<(chromaFormat == 3 ? 12 : 8) {
+                    if try bits.readFlag() {  // seq_scaling_list_present_flag[index]
+                        try bits.skipScalingList(size: index < 6 ? 16 : 64)
+                    }
+                }
+            }
+        }
+        chromaFormatIDC = chromaFormat
+
+        _ = try bits.readUnsigned()  // log2_max_frame_num_minus4
+        let pictureOrderCountType = try bits.readUnsigned(max: 2)
+        if pictureOrderCountType == 0 {
+            _ = try bits.readUnsigned()  // log2_max_pic_order_cnt_lsb_minus4
+        } else if pictureOrderCountType == 1 {
+            _ = try bits.readFlag()  // delta_pic_order_always_zero_flag
+            _ = try bits.readSigned()  // offset_for_non_ref_pic
+            _ = try bits.readSigned()  // offset_for_top_to_bottom_field
+            let cycleLength = try bits.readUnsigned(max: 255)
+            for _ in 0..<cycleLength {
+                _ = try bits.readSigned()  // offset_for_ref_frame
+            }
+        }
+        _ = try bits.readUnsigned()  // max_num_ref_frames
+        _ = try bits.readFlag()  // gaps_in_frame_num_value_allowed_flag
+        let widthInMacroblocks = try bits.readUnsigned(max: 1 << 16) + 1
+        let heightInMapUnits = try bits.readUnsigned(max: 1 << 16) + 1
+        frameMBsOnly = try bits.readFlag()
+        if !frameMBsOnly {
+            _ = try bits.readFlag()  // mb_adaptive_frame_field_flag
+        }
+        _ = try bits.readFlag()  // direct_8x8_inference_flag
+
+        var fullWidth = widthInMacroblocks * 16
+        var fullHeight = (frameMBsOnly ? 1 : 2) * heightInMapUnits * 16
+        if try bits.readFlag() {  // frame_cropping_flag
+            let left = try bits.readUnsigned(), right = try bits.readUnsigned()
+            let top = try bits.readUnsigned(), bottom = try bits.readUnsigned()
+            // Crop offsets count in chroma samples (luma samples for monochrome / 4:4:4
+            // coded as separate planes), and in field lines for interlaced coding.
+            let chromaArrayType = separateColourPlane ? 0 : chromaFormat
+            let subWidth = chromaArrayType == 1 || chromaArrayType == 2 ? 2 : 1
+            let subHeight = chromaArrayType == 1 ? 2 : 1
+            let unitX = subWidth
+            let unitY = subHeight * (frameMBsOnly ? 1 : 2)
+            fullWidth -= unitX * (left + right)
+            fullHeight -= unitY * (top + bottom)
+            guard fullWidth > 0, fullHeight > 0 else { throw .malformedRecord("SPS cropping exceeds the picture") }
+        }
+        width = fullWidth
+        height = fullHeight
+    }
+
+    /// Drops the 0x03 of every 0x00 0x00 0x03 sequence (H.264 7.4.1).
+    static func removingEmulationPrevention(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var zeros = 0
+        for byte in bytes {
+            if zeros >= 2, byte == 0x03 {
+                zeros = 0
+                continue
+            }
+            zeros = byte == 0 ? zeros + 1 : 0
+            output.append(byte)
+        }
+        return output
+    }
+}
+
+/// Exp-Golomb bit reader over an RBSP.
+struct ExpGolombReader {
+    private let bytes: [UInt8]
+    private var bitOffset = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    mutating func readBit() throws(FLVMediaError) -> Int {
+        guard bitOffset < bytes.count * 8 else { throw .truncated("SPS bits") }
+        defer { bitOffset += 1 }
+        return Int(bytes[bitOffset >> 3] >> (7 - UInt8(bitOffset & 7)) & 1)
+    }
+
+    mutating func readFlag() throws(FLVMediaError) -> Bool {
+        try readBit() == 1
+    }
+
+    mutating func readBits(_ count: Int) throws(FLVMediaError) -> Int {
+        var value = 0
+        for _ in 0..<count {
+            value = value << 1 | (try readBit())
+        }
+        return value
+    }
+
+    mutating func readByte() throws(FLVMediaError) -> UInt8 {
+        UInt8(try readBits(8))
+    }
+
+    /// ue(v). Codes longer than 32 bits do not occur in a valid SPS.
+    mutating func readUnsigned(max: Int = Int(UInt32.max) - 1) throws(FLVMediaError) -> Int {
+        var leadingZeros = 0
+        while try readBit() == 0 {
+            leadingZeros += 1
+            guard leadingZeros <= 31 else { throw .malformedRecord("exp-Golomb code too long") }
+        }
+        let value = (1 << leadingZeros) - 1 + (try readBits(leadingZeros))
+        guard value <= max else { throw .malformedRecord("SPS value \(value) out of range") }
+        return value
+    }
+
+    /// se(v).
+    mutating func readSigned() throws(FLVMediaError) -> Int {
+        let code = try readUnsigned()
+        return code & 1 == 1 ? (code + 1) / 2 : -(code / 2)
+    }
+
+    /// scaling_list(): only its length in bits matters here.
+    mutating func skipScalingList(size: Int) throws(FLVMediaError) {
+        var lastScale = 8
+        var nextScale = 8
+        for _ in 0..<size {
+            if nextScale != 0 {
+                let delta = try readSigned()
+                nextScale = ((lastScale + delta) % 256 + 256) % 256
+            }
+            if nextScale != 0 {
+                lastScale = nextScale
+            }
+        }
+    }
+}
+
+/// Sample rate and channels from an AAC AudioSpecificConfig (ISO 14496-3 1.6.2.1).
+public struct AACAudioSpecificConfig: Equatable, Sendable {
+    /// The core audio object type: 2 for AAC-LC, also under HE-AAC signalling.
+    public var objectType: Int
+    /// The output rate: the SBR rate when SBR is signalled explicitly.
+    public var sampleRate: Int
+    /// nil when the configuration defers to a program config element (channel config 0).
+    public var channels: Int?
+    /// Explicit SBR (HE-AAC) or PS (HE-AACv2) signalling.
+    public var hasSpectralBandReplication: Bool
+
+    private static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+    private static let channelsByConfiguration: [Int: Int] = [1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 8, 11: 7, 12: 8, 13: 24, 14: 8]
+
+    init(objectType: Int, sampleRate: Int, channels: Int?, hasSpectralBandReplication: Bool) {
+        self.objectType = objectType
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.hasSpectralBandReplication = hasSpectralBandReplication
+    }
+
+    public init(parsing config: [UInt8]) throws(FLVMediaError) {
+        var bits = ExpGolombReader(config)
+        do {
+            var objectType = try Self.readObjectType(&bits)
+            var sampleRate = try Self.readSampleRate(&bits)
+            let channelConfiguration = try bits.readBits(4)
+            hasSpectralBandReplication = objectType == 5 || objectType == 29
+            if hasSpectralBandReplication {
+                sampleRate = try Self.readSampleRate(&bits)
+                objectType = try Self.readObjectType(&bits)
+            }
+            self.objectType = objectType
+            self.sampleRate = sampleRate
+            channels = Self.channelsByConfiguration[channelConfiguration]
+        } catch .truncated {
+            throw .truncated("AudioSpecificConfig")
+        }
+    }
+
+    private static func readObjectType(_ bits: inout ExpGolombReader) throws(FLVMediaError) -> Int {
+        let objectType = try bits.readBits(5)
+        return objectType == 31 ? 32 + (try bits.readBits(6)) : objectType
+    }
+
+    private static func readSampleRate(_ bits: inout ExpGolombReader) throws(FLVMediaError) -> Int {
+        let index = try bits.readBits(4)
+        if index == 15 {
+            return try bits.readBits(24)
+        }
+        guard index < sampleRates.count else { throw .malformedRecord("AAC sampling frequency index \(index)") }
+        return sampleRates[index]
+    }
+}

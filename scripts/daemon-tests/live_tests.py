@@ -1,0 +1,736 @@
+#!/usr/bin/env python3
+"""Black-box tests of live stages: real publishers (Debian's ffmpeg CLI, GStreamer's
+rtmp2sink, hand-made hostile clients) push RTMP/RTMPS to `stage-compositor serve`, which is
+driven with the AWS CLI and boto3; what it composes is read back from nginx-rtmp and from
+the HLS recording and measured with ffmpeg (colours, tones, flash/beep onsets).
+
+Run one test: `live_tests.py BINARY TEST_NAME` (`--list` lists them). Exit status 0 means the
+test passed. Invoked from Tests/ServerTests/LiveDaemonTests.swift under `swift test`.
+"""
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import media_check  # noqa: E402
+from daemon_tests import (ACCOUNT, CHANNEL_ARN, REGION, Daemon, Failure, NginxRTMP, check,  # noqa: E402
+                          free_port, recording_dir, wait_destination, wait_state)
+from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
+
+SIZE = (320, 180)
+
+
+def live_daemon(binary, workdir, idle=3.0, quotas=None, ingest=None, channels=None, webhook=None):
+    settings = {"rtmp": {"port": free_port()}, "rtmps": {"port": free_port()}, "latencyMs": 200,
+                "idleTimeoutSeconds": 4, "handshakeTimeoutSeconds": 3}
+    settings.update(ingest or {})
+    extra = {"ingest": settings}
+    if webhook:
+        extra["events"] = {"stdout": False, "webhook": {"url": webhook, "maxAttempts": 3}}
+    return Daemon(binary, workdir, idle=idle, quotas=quotas, channels=channels, extra=extra)
+
+
+def setup_encoder_and_storage(d):
+    enc = d.cli("create-encoder-configuration", "--name", "small",
+                "--video", f"width={SIZE[0]},height={SIZE[1]},framerate=30,bitrate=600000")["encoderConfiguration"]
+    sto = d.cli("create-storage-configuration", "--name", "local", "--s3", "bucketName=rec-bucket")["storageConfiguration"]
+    return enc["arn"], sto["arn"]
+
+
+def create_stage(d, name="live"):
+    stage = d.cli("create-stage", "--name", name)["stage"]
+    endpoints = stage.get("endpoints", {})
+    check(endpoints.get("rtmp", "").startswith("rtmp://") and endpoints.get("rtmps", "").startswith("rtmps://"),
+          f"stage endpoints: {stage}")
+    return stage
+
+
+def create_ingest(d, stage_arn, user, secure=True, attributes=None, name=None):
+    args = ["create-ingest-configuration", "--stage-arn", stage_arn, "--user-id", user,
+            "--ingest-protocol", "RTMPS" if secure else "RTMP"]
+    if not secure:
+        args.append("--insecure-ingest")
+    if attributes:
+        args += ["--attributes", json.dumps(attributes)]
+    if name:
+        args += ["--name", name]
+    return d.cli(*args)["ingestConfiguration"]
+
+
+def publish_url(stage, ingest, secure):
+    base = stage["endpoints"]["rtmps" if secure else "rtmp"]
+    return base + ingest["streamKey"]
+
+
+class Publisher:
+    """Debian's ffmpeg pushing a flat colour and a sine tone in real time, encoded live."""
+
+    def __init__(self, url, colour, tone, workdir, name, size="320x240", gop=30, extra_output=None, video_filter=None,
+                 audio_source=None):
+        self.log_path = os.path.join(workdir, f"publisher-{name}.log")
+        video = f"color=c={media_check.hex_colour(colour)}:size={size}:rate=30" if colour else None
+        if video_filter:
+            video = video_filter
+        audio = audio_source or f"sine=frequency={tone}:sample_rate=48000"
+        command = ["ffmpeg", "-hide_banner", "-loglevel", "warning", "-nostdin", "-re",
+                   "-f", "lavfi", "-i", video, "-f", "lavfi", "-i", audio,
+                   "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", str(gop), "-bf", "0",
+                   "-pix_fmt", "yuv420p", "-b:v", "500k", "-c:a", "aac", "-b:a", "96k", "-ar", "48000",
+                   *(extra_output or []), "-f", "flv", url]
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, start_new_session=True)
+
+    def stop(self):
+        """A clean unpublish: ffmpeg finishes the stream (FCUnpublish/deleteStream) on SIGINT."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()[-2000:]
+
+
+class GStreamerPublisher:
+    """GStreamer 1.22's rtmp2sink (an RTMP client independent of FFmpeg's)."""
+
+    def __init__(self, url, colour, tone, workdir, name, secure=False):
+        r, g, b = media_check.PALETTE[colour]
+        argb = f"0xff{r:02x}{g:02x}{b:02x}"
+        tls = ["tls-validation-flags=0"] if secure else []
+        command = ["gst-launch-1.0", "-q",
+                   "videotestsrc", "is-live=true", "pattern=solid-color", f"foreground-color={argb}", "!",
+                   "video/x-raw,width=320,height=240,framerate=30/1", "!",
+                   "x264enc", "tune=zerolatency", "speed-preset=veryfast", "key-int-max=30", "bframes=0", "!",
+                   "h264parse", "!", "flvmux", "name=mux", "streamable=true", "!",
+                   "rtmp2sink", f"location={url}", *tls,
+                   "audiotestsrc", "is-live=true", "wave=sine", f"freq={tone}", "volume=0.125", "!",
+                   "audioconvert", "!", "audioresample", "!", "audio/x-raw,rate=48000,channels=2", "!",
+                   "voaacenc", "!", "aacparse", "!", "mux."]
+        self.log_path = os.path.join(workdir, f"gst-{name}.log")
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, start_new_session=True)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()[-2000:]
+
+
+def session_id(d, stage_arn, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        stage = d.cli("get-stage", "--arn", stage_arn)["stage"]
+        if stage.get("activeSessionId"):
+            return stage["activeSessionId"]
+        time.sleep(0.1)
+    raise Failure(f"no active session on {stage_arn}\n{d.log()}")
+
+
+def participants(d, stage_arn, session):
+    return d.cli("list-participants", "--stage-arn", stage_arn, "--session-id", session)["participants"]
+
+
+def wait_participant(d, stage_arn, session, participant_id, state, timeout=15):
+    """Seconds until the participant reaches `state` (CONNECTED/DISCONNECTED)."""
+    started = time.time()
+    while time.time() - started < timeout:
+        for p in participants(d, stage_arn, session):
+            if p["participantId"] == participant_id and p["state"] == state:
+                return time.time() - started
+        time.sleep(0.05)
+    raise Failure(f"participant {participant_id} did not become {state}: {participants(d, stage_arn, session)}\n{d.log()}")
+
+
+def wait_published(d, stage_arn, participant_id, timeout=20):
+    """Waits for the participant's "Participant Published" stage update."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for e in stage_updates(d, stage_arn):
+            if e["detail"]["event_name"] == "Participant Published" and e["detail"]["participant_id"] == participant_id:
+                return e
+        time.sleep(0.1)
+    raise Failure(f"no Participant Published for {participant_id}\n{d.log()}")
+
+
+def stage_updates(d, stage_arn):
+    return [e for e in d.events() if e["detail-type"] == "IVS Stage Update" and e["resources"] == [stage_arn]]
+
+
+def composition_events(d, arn):
+    return [e["detail"]["event_name"] for e in d.events() if e["resources"] == [arn]]
+
+
+def recording_playlist(d, composition):
+    hls = os.path.join(recording_dir(d, composition), "media", "hls")
+    renditions = [r for r in os.listdir(hls) if os.path.isdir(os.path.join(hls, r))]
+    check(len(renditions) == 1, f"renditions: {renditions}")
+    path = os.path.join(hls, renditions[0], "playlist.m3u8")
+    with open(path) as f:
+        text = f.read()
+    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.rstrip().endswith("#EXT-X-ENDLIST"), f"playlist not final:\n{text}")
+    return path
+
+
+def check_phases(name, video, audio, phases, binary):
+    """Each phase (start, end, [(colour, tone)...] in arrival order): the tiles the layout
+    engine gives that many participants show those colours, and exactly those tones sound."""
+    all_tones = {tone for _, _, present in phases for _, tone in present}
+    for start, end, present in phases:
+        placed = media_check.tiles(binary, len(present), f"{SIZE[0]}x{SIZE[1]}")
+        for t in (start + (end - start) * 0.3, start + (end - start) * 0.7):
+            for index, (colour, _) in enumerate(present, start=1):
+                x, y = media_check.centre(placed[index])
+                seen = video.name(t, x, y)
+                check(seen == colour, f"{name} at {t:.1f}s: tile {index} of {len(present)} at ({x},{y}) shows {seen}, "
+                                      f"expected {colour} ({video.colour(t, x, y)})")
+        for tone in all_tones:
+            level = audio.tone(tone, start + 0.2, end - 0.2)
+            expected = any(t == tone for _, t in present)
+            if expected:
+                check(level > 0.03, f"{name} {start:.1f}-{end:.1f}s: {tone} Hz should sound, level {level:.4f}")
+            else:
+                check(level < 0.01, f"{name} {start:.1f}-{end:.1f}s: {tone} Hz should be silent, level {level:.4f}")
+
+
+# --------------------------------------------------------------------------------------------
+
+def test_three_publishers_compose_and_stop(d):
+    """Three ffmpeg publishers (one over RTMPS) join at different times; one unpublishes, one is
+    SIGKILLed. The composite (nginx-rtmp and the HLS recording) shows each one's colour and tone
+    while it publishes, the tiles re-flow, the killed one is LEFT at once, and the composition
+    stops by itself after the idle timeout with a VOD recording."""
+    nginx = NginxRTMP(d.workdir)
+    publishers = []
+    try:
+        d.reconfigure(idle=3.0, channels=[{"arn": CHANNEL_ARN, "ingestEndpoint": f"rtmp://127.0.0.1:{nginx.port}/live",
+                                           "streamKey": "composite"}], extra=d.config_extra)
+        d.start()
+        enc, sto = setup_encoder_and_storage(d)
+        stage = create_stage(d)
+        arn_stage = stage["arn"]
+        red = create_ingest(d, arn_stage, "red", secure=False)
+        green = create_ingest(d, arn_stage, "green", secure=True)
+        blue = create_ingest(d, arn_stage, "blue", secure=False)
+        check(red["state"] == "INACTIVE" and red["participantId"], f"ingest configuration: {red}")
+
+        publishers.append(Publisher(publish_url(stage, red, False), "red", 440, d.workdir, "red"))
+        wait_published(d, arn_stage, red["participantId"])
+        check(d.cli("get-ingest-configuration", "--arn", red["arn"])["ingestConfiguration"]["state"] == "ACTIVE",
+              "a publishing ingest configuration is ACTIVE")
+        destinations = [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}},
+                        {"channel": {"channelArn": CHANNEL_ARN, "encoderConfigurationArn": enc}}]
+        composition = d.cli("start-composition", "--stage-arn", arn_stage, "--destinations", json.dumps(destinations),
+                            "--layout", json.dumps({"grid": {"gridGap": 0}}))["composition"]
+        arn = composition["arn"]
+        check(wait_state(d, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        t0 = time.time()
+
+        def at(seconds):
+            delay = t0 + seconds - time.time()
+            if delay > 0:
+                time.sleep(delay)
+
+        at(3)
+        publishers.append(Publisher(publish_url(stage, green, True), "green", 660, d.workdir, "green"))
+        at(6)
+        publishers.append(Publisher(publish_url(stage, blue, False), "blue", 880, d.workdir, "blue"))
+        at(10)
+        publishers[1].stop()  # green unpublishes
+        at(13)
+        session = session_id(d, arn_stage)
+        killed_at = time.time()
+        publishers[2].kill()  # blue dies
+        left_after = wait_participant(d, arn_stage, session, blue["participantId"], "DISCONNECTED", timeout=10)
+        check(left_after <= 1.5, f"a killed publisher is LEFT within 1.5 s, took {left_after:.2f}s")
+        at(16)
+        publishers[0].stop()  # the last one leaves: the idle timeout starts
+        stopped_at = time.time()
+        check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=30) == "STOPPED", "composition stops by itself")
+        idle_took = time.time() - stopped_at
+        check(2.5 <= idle_took <= 8, f"auto-shutdown {idle_took:.1f}s after the last publisher left (idle timeout 3 s)")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
+        check(all(x["state"] == "STOPPED" for x in final["destinations"]), f"destinations: {final['destinations']}")
+        names = composition_events(d, arn)
+        check(names[0] == "Session Start" and names[-1] == "Session End", f"composition events: {names}")
+
+        # The participants and their events, through the API.
+        listed = {p["participantId"]: p for p in participants(d, arn_stage, session)}
+        for config in (red, green, blue):
+            p = listed[config["participantId"]]
+            check(p["state"] == "DISCONNECTED" and p["published"], f"participant: {p}")
+            full = d.cli("get-participant", "--stage-arn", arn_stage, "--session-id", session,
+                         "--participant-id", config["participantId"])["participant"]
+            check(full["protocol"] == ("RTMPS" if config is green else "RTMP") and full["ingestConfigurationArn"] == config["arn"]
+                  and full["userId"] == config["userId"], f"participant detail: {full}")
+            events = d.cli("list-participant-events", "--stage-arn", arn_stage, "--session-id", session,
+                           "--participant-id", config["participantId"])["events"]
+            check([e["name"] for e in events] == ["JOINED", "PUBLISH_STARTED", "PUBLISH_STOPPED", "LEFT"],
+                  f"participant events of {config['userId']}: {events}")
+        updates = [(e["detail"]["event_name"], e["detail"]["user_id"]) for e in stage_updates(d, arn_stage)]
+        check(updates.count(("Participant Published", "blue")) == 1 and ("Participant Unpublished", "blue") in updates,
+              f"stage updates: {updates}")
+        sessions = d.cli("list-stage-sessions", "--stage-arn", arn_stage)["stageSessions"]
+        check(sessions and sessions[0]["sessionId"] == session and sessions[0].get("endTime"), f"sessions: {sessions}")
+        check(d.stop() == 0, "exit status")
+    finally:
+        for p in publishers:
+            p.kill()
+        nginx.stop()
+
+    # What the composite shows, from both outputs. Phases are in composition time (t0 ~ 0),
+    # with a margin for ffmpeg's start-up and the latency.
+    phases = [(0.8, 2.8, [("red", 440)]),
+              (4.3, 5.8, [("red", 440), ("green", 660)]),
+              (7.5, 9.8, [("red", 440), ("green", 660), ("blue", 880)]),
+              (11.0, 12.8, [("red", 440), ("blue", 880)]),
+              (14.0, 15.8, [("red", 440)])]
+    playlist = recording_playlist(d, final)
+    check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
+    flv = nginx.recording("composite")
+    check_phases("channel", media_check.Video(flv, *SIZE), media_check.Audio(flv), phases, d.binary)
+
+
+def test_full_workflow_webhook_starts_composition(d):
+    """The seed's workflow: a publisher pushes; "Participant Published" reaches a webhook; its
+    handler calls StartComposition with boto3; the publisher leaves; the composition stops by
+    itself. Every event arrives, in order."""
+    received = []
+    started = {}
+    lock = threading.Condition()
+    client_holder = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            event = json.loads(body)
+            with lock:
+                received.append(event)
+                lock.notify_all()
+            self.send_response(200)
+            self.end_headers()
+            if event["detail-type"] == "IVS Stage Update" and event["detail"]["event_name"] == "Participant Published" \
+                    and "arn" not in started:
+                client = client_holder["client"]
+                response = client.start_composition(
+                    stageArn=event["resources"][0],
+                    destinations=[{"s3": {"storageConfigurationArn": client_holder["sto"],
+                                          "encoderConfigurationArns": [client_holder["enc"]]}}])
+                started["arn"] = response["composition"]["arn"]
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    publisher = None
+    try:
+        d.reconfigure(idle=3.0, extra=dict(d.config_extra, events={"stdout": False, "webhook": {
+            "url": f"http://127.0.0.1:{server.server_address[1]}/events", "maxAttempts": 3}}))
+        d.start()
+        enc, sto = setup_encoder_and_storage(d)
+        client_holder.update(client=d.client(), enc=enc, sto=sto)
+        stage = create_stage(d)
+        ingest = create_ingest(d, stage["arn"], "presenter", secure=True, attributes={"isFeatured": "true"})
+        publisher = Publisher(publish_url(stage, ingest, True), "yellow", 520, d.workdir, "presenter")
+        deadline = time.time() + 20
+        while "arn" not in started and time.time() < deadline:
+            time.sleep(0.1)
+        check("arn" in started, f"the webhook handler did not start a composition; received {received}\n{d.log()}")
+        arn = started["arn"]
+        check(wait_state(d, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        time.sleep(4)
+        publisher.stop()
+        check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=30) == "STOPPED", "composition stops by itself")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
+        deadline = time.time() + 10
+        expected = [("IVS Stage Update", "Participant Published"), ("IVS Composition State Change", "Session Start"),
+                    ("IVS Composition State Change", "Destination Start"), ("IVS Stage Update", "Participant Unpublished"),
+                    ("IVS Composition State Change", "Destination End"), ("IVS Composition State Change", "Session End")]
+        while time.time() < deadline:
+            with lock:
+                got = [(e["detail-type"], e["detail"]["event_name"]) for e in received]
+            if got == expected:
+                break
+            time.sleep(0.1)
+        check(got == expected, f"webhook events: {got}")
+        for e in received:
+            if e["detail-type"] == "IVS Stage Update":
+                detail = e["detail"]
+                check(detail["participant_id"] == ingest["participantId"] and detail["user_id"] == "presenter"
+                      and detail["session_id"].startswith("st-") and len(detail["session_id"]) == 16,
+                      f"stage update detail: {e}")
+        check(d.stop() == 0, "exit status")
+        playlist = recording_playlist(d, final)
+        video = media_check.Video(playlist, *SIZE)
+        check(video.name(video.duration / 2, SIZE[0] // 2, SIZE[1] // 2) == "yellow", "the composite shows the presenter")
+    finally:
+        if publisher:
+            publisher.kill()
+        server.shutdown()
+
+
+def test_gstreamer_rtmp2sink_publishes(d):
+    """GStreamer's rtmp2sink (a second, independent RTMP client) publishes over RTMP and RTMPS;
+    both are composed."""
+    publishers = []
+    try:
+        d.start()
+        enc, sto = setup_encoder_and_storage(d)
+        stage = create_stage(d)
+        plain = create_ingest(d, stage["arn"], "gst-plain", secure=False)
+        secure = create_ingest(d, stage["arn"], "gst-tls", secure=True)
+        publishers.append(GStreamerPublisher(publish_url(stage, plain, False), "cyan", 500, d.workdir, "plain"))
+        wait_published(d, stage["arn"], plain["participantId"])
+        publishers.append(GStreamerPublisher(publish_url(stage, secure, True), "magenta", 700, d.workdir, "tls", secure=True))
+        wait_published(d, stage["arn"], secure["participantId"])
+        composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]),
+            "--layout", json.dumps({"grid": {"gridGap": 0}}))["composition"]
+        arn = composition["arn"]
+        check(wait_state(d, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        time.sleep(5)
+        d.cli("stop-composition", "--arn", arn)
+        check(wait_state(d, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition stopped")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
+        check(d.stop() == 0, "exit status")
+    finally:
+        for p in publishers:
+            p.stop()
+    playlist = recording_playlist(d, final)
+    video, audio = media_check.Video(playlist, *SIZE), media_check.Audio(playlist)
+    check_phases("gstreamer", video, audio, [(1.5, video.duration - 0.5, [("cyan", 500), ("magenta", 700)])], d.binary)
+
+
+def test_av_sync_flash_and_beep(d):
+    """A publisher whose picture flashes white and whose audio beeps at the same instants, once
+    a second: in the composite the flash and the beep stay within 40 ms of each other, at the
+    start and at the end of the run (the virtual-time LiveStageTests cover 10 minutes with drift)."""
+    minutes = float(os.environ.get("LIVE_AV_SYNC_MINUTES", "1"))
+    publisher = None
+    try:
+        d.start()
+        enc, sto = setup_encoder_and_storage(d)
+        stage = create_stage(d)
+        ingest = create_ingest(d, stage["arn"], "flash", secure=False)
+        video = "color=c=black:size=320x240:rate=30,drawbox=x=0:y=0:w=iw:h=ih:color=white:t=fill:enable='lt(mod(t\\,1)\\,0.1)'"
+        audio = "aevalsrc='if(lt(mod(t\\,1)\\,0.1)\\,0.5*sin(2*PI*1000*t)\\,0)':s=48000"
+        publisher = Publisher(publish_url(stage, ingest, False), None, None, d.workdir, "flash", video_filter=video,
+                              audio_source=audio)
+        wait_published(d, stage["arn"], ingest["participantId"])
+        composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]))["composition"]
+        arn = composition["arn"]
+        check(wait_state(d, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        time.sleep(minutes * 60 + 2)
+        d.cli("stop-composition", "--arn", arn)
+        check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
+        check(d.stop() == 0, "exit status")
+    finally:
+        if publisher:
+            publisher.kill()
+    playlist = recording_playlist(d, final)
+    offsets = av_offsets(playlist)
+    check(len(offsets) >= minutes * 60 - 5, f"flashes found: {len(offsets)}")
+    first, last = offsets[:5], offsets[-5:]
+    print(f"A/V offset (audio - video), first flashes: {[round(o * 1000) for o in first]} ms, "
+          f"last: {[round(o * 1000) for o in last]} ms")
+    check(all(abs(o) <= 0.040 for o in first + last), f"|A/V offset| > 40 ms: first {first}, last {last}")
+
+
+def av_offsets(path):
+    """(beep onset - flash onset) for each flash of a flash-and-beep composite, in seconds."""
+    video = media_check.Video(path, SIZE[0], SIZE[1], fps=30)
+    luma = video.luma_series(SIZE[0] // 2, SIZE[1] // 2)
+    flashes = media_check.onsets(list(luma), 1 / 30, 128, 0.5)
+    audio = media_check.Audio(path)
+    envelope, step = audio.envelope(0.001)
+    beeps = media_check.onsets(list(envelope), step, 0.1, 0.5)
+    offsets = []
+    for flash in flashes:
+        nearest = min(beeps, key=lambda b: abs(b - flash), default=None)
+        if nearest is not None and abs(nearest - flash) < 0.4:
+            offsets.append(nearest - flash)
+    return offsets
+
+
+def test_refusals_name_their_reason(d):
+    """Wrong key, unknown key, RTMP where RTMPS is required, a configuration without a stage, a
+    key already publishing, and a stage over its publisher quota: each connection is refused at
+    once, with the model's error code in a Participant Publish Error event, and the publisher
+    already on the stage is unaffected."""
+    d.reconfigure(extra=d.config_extra, quotas={"publishersPerStage": 2})
+    d.start()
+    stage = create_stage(d)
+    good = create_ingest(d, stage["arn"], "good", secure=False)
+    publishers = [Publisher(publish_url(stage, good, False), "red", 440, d.workdir, "good")]
+    try:
+        wait_published(d, stage["arn"], good["participantId"])
+        session = session_id(d, stage["arn"])
+        rtmp_port = d.config["ingest"]["rtmp"]["port"]
+
+        def refused(key, secure=False, label=""):
+            port = d.config["ingest"]["rtmps" if secure else "rtmp"]["port"]
+            client = RawRTMP("127.0.0.1", port, secure=secure)
+            started = time.time()
+            client.handshake()
+            client.publish(key)
+            closed, took, data = client.read_until_closed(limit=10)
+            client.close()
+            check(closed and time.time() - started < 3, f"{label}: the connection is closed at once (took {took:.1f}s)")
+            check(b"NetStream.Publish.BadName" in data or b"error" in data, f"{label}: an onStatus error is sent: {data[-300:]}")
+
+        def error_events(code):
+            return [e for e in stage_updates(d, stage["arn"]) if e["detail"]["event_name"] == "Participant Publish Error"
+                    and e["detail"].get("error_code") == code]
+
+        secure_only = create_ingest(d, stage["arn"], "secure-only", secure=True)
+        refused(secure_only["streamKey"], secure=False, label="RTMP to an RTMPS-only configuration")
+        check(error_events("INVALID_PROTOCOL"), f"INVALID_PROTOCOL event: {stage_updates(d, stage['arn'])}")
+
+        wrong = good["streamKey"][:-4] + ("AAAA" if not good["streamKey"].endswith("AAAA") else "BBBB")
+        refused(wrong, label="wrong secret")
+        check(error_events("INVALID_STREAM_KEY"), "INVALID_STREAM_KEY event")
+        refused("rt_999_us-east-1_nothing_here", label="unknown key")
+        refused("not-a-key", label="garbage key")
+
+        stageless = d.cli("create-ingest-configuration", "--user-id", "lost", "--ingest-protocol", "RTMP",
+                          "--insecure-ingest")["ingestConfiguration"]
+        check(stageless.get("stageArn", "") == "", f"a configuration without a stage: {stageless}")
+        refused(stageless["streamKey"], label="configuration without a stage")
+
+        refused(good["streamKey"], label="a key already publishing")
+        check(error_events("REUSE_OF_STREAM_KEY"), "REUSE_OF_STREAM_KEY event")
+
+        second = create_ingest(d, stage["arn"], "second", secure=False)
+        third = create_ingest(d, stage["arn"], "third", secure=False)
+        publishers.append(Publisher(publish_url(stage, second, False), "green", 660, d.workdir, "second"))
+        wait_published(d, stage["arn"], second["participantId"])
+        refused(third["streamKey"], label="over the publisher quota (2)")
+        check(error_events("QUOTA_EXCEEDED"), "QUOTA_EXCEEDED event")
+
+        # The first publisher never noticed.
+        listed = {p["participantId"]: p for p in participants(d, stage["arn"], session)}
+        check(listed[good["participantId"]]["state"] == "CONNECTED", f"the good publisher is still connected: {listed}")
+        check(publishers[0].process.poll() is None, f"the good publisher still runs: {publishers[0].output()}")
+        check(rtmp_port > 0, "port")
+        check(d.stop() == 0, "exit status")
+    finally:
+        for p in publishers:
+            p.kill()
+
+
+def test_hostile_connections_are_closed_alone(d):
+    """Garbage bytes, an oversized chunk size, an oversized message length, deeply nested AMF,
+    a handshake that never finishes (slowloris) and a silent half-open connection: each is
+    closed with a logged reason and bounded memory, while a real publisher keeps being composed."""
+    d.reconfigure(extra=dict(d.config_extra, ingest=dict(d.config["ingest"], handshakeTimeoutSeconds=2,
+                                                          idleTimeoutSeconds=2)))
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    stage = create_stage(d)
+    good = create_ingest(d, stage["arn"], "good", secure=False)
+    publisher = Publisher(publish_url(stage, good, False), "blue", 880, d.workdir, "good")
+    try:
+        wait_published(d, stage["arn"], good["participantId"])
+        composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]))["composition"]
+        check(wait_state(d, composition["arn"], {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        port = d.config["ingest"]["rtmp"]["port"]
+
+        def attack(label, body, limit=8):
+            client = RawRTMP("127.0.0.1", port)
+            try:
+                body(client)
+            except (BrokenPipeError, ConnectionResetError):
+                return  # closed while we were still sending: also fine
+            closed, took, _ = client.read_until_closed(limit=limit)
+            client.close()
+            check(closed, f"{label}: the server closes the connection (waited {took:.1f}s)")
+
+        attack("garbage bytes", lambda c: c.send(os.urandom(4096)))
+
+        def oversized_chunk_size(c):
+            c.handshake()
+            c.send(chunk(2, 1, (0x7FFFFFFF).to_bytes(4, "big")))
+        attack("oversized chunk size", oversized_chunk_size)
+
+        def oversized_message(c):
+            c.handshake()
+            header = bytes([3]) + (0).to_bytes(3, "big") + (0xFFFFFF).to_bytes(3, "big") + bytes([20]) + (0).to_bytes(4, "little")
+            c.send(header + os.urandom(128))
+        attack("oversized message length", oversized_message)
+
+        def nested(c):
+            c.handshake()
+            payload = amf0("connect") + amf0(1) + b"\x03" * 5000
+            c.send(chunk(3, 20, payload, chunk_size=128))
+        attack("AMF nesting", nested)
+
+        def slowloris(c):
+            c.send(b"\x03")
+            for _ in range(10):
+                time.sleep(0.25)
+                c.send(b"\x00")
+        attack("a handshake that never finishes", slowloris)
+
+        def half_open(c):
+            c.handshake()
+            c.connect()
+        attack("silent after connect (half-open)", half_open, limit=8)
+
+        log = d.log()
+        for reason in ("protocol error", "did not start publishing", "no data received"):
+            check(reason in log, f"the log names the reason ({reason}):\n{log[-3000:]}")
+        session = session_id(d, stage["arn"])
+        listed = {p["participantId"]: p for p in participants(d, stage["arn"], session)}
+        check(listed[good["participantId"]]["state"] == "CONNECTED", f"the good publisher is unaffected: {listed}")
+        check(len(listed) == 1, f"no hostile client became a participant: {listed}")
+        time.sleep(1)
+        d.cli("stop-composition", "--arn", composition["arn"])
+        check(wait_state(d, composition["arn"], {"STOPPED", "FAILED"}) == "STOPPED", "composition stopped")
+        final = d.cli("get-composition", "--arn", composition["arn"])["composition"]
+        check(d.stop() == 0, "the daemon survived and exits cleanly")
+    finally:
+        publisher.kill()
+    playlist = recording_playlist(d, final)
+    video = media_check.Video(playlist, *SIZE)
+    frozen = [t for t in range(2, int(video.duration) - 1) if video.name(t, SIZE[0] // 2, SIZE[1] // 2) != "blue"]
+    check(not frozen, f"the good publisher is shown throughout (not at {frozen})")
+
+
+def test_bitrate_over_the_maximum_is_disconnected(d):
+    """A publisher above ingest.maxBitrate is disconnected with BITRATE_EXCEEDED."""
+    d.reconfigure(extra=dict(d.config_extra, ingest=dict(d.config["ingest"], maxBitrate=200_000)))
+    d.start()
+    stage = create_stage(d)
+    ingest = create_ingest(d, stage["arn"], "greedy", secure=False)
+    publisher = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "greedy",
+                          extra_output=["-b:v", "2M", "-minrate", "2M", "-maxrate", "2M", "-bufsize", "1M",
+                                        "-x264-params", "nal-hrd=cbr:filler=1"])
+    try:
+        wait_published(d, stage["arn"], ingest["participantId"])
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            errors = [e for e in stage_updates(d, stage["arn"]) if e["detail"].get("error_code") == "BITRATE_EXCEEDED"]
+            if errors:
+                break
+            time.sleep(0.2)
+        check(errors, f"BITRATE_EXCEEDED: {stage_updates(d, stage['arn'])}\n{d.log()}")
+        session = session_id(d, stage["arn"])
+        wait_participant(d, stage["arn"], session, ingest["participantId"], "DISCONNECTED", timeout=5)
+        events = d.cli("list-participant-events", "--stage-arn", stage["arn"], "--session-id", session,
+                       "--participant-id", ingest["participantId"])["events"]
+        check(any(e["name"] == "PUBLISH_ERROR" and e.get("errorCode") == "BITRATE_EXCEEDED" for e in events),
+              f"participant events: {events}")
+        check(d.stop() == 0, "exit status")
+    finally:
+        publisher.kill()
+
+
+def test_disconnect_participant_and_reconnect_with_the_same_key(d):
+    """DisconnectParticipant closes the publisher's connection; the same key publishes again and
+    is the same participant in the same stage session."""
+    d.reconfigure(idle=30.0, extra=d.config_extra)
+    d.start()
+    stage = create_stage(d)
+    ingest = create_ingest(d, stage["arn"], "again", secure=False)
+    first = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "first")
+    second = None
+    try:
+        wait_published(d, stage["arn"], ingest["participantId"])
+        session = session_id(d, stage["arn"])
+        # A second publisher keeps the session open across the reconnect.
+        other = create_ingest(d, stage["arn"], "other", secure=False)
+        keeper = Publisher(publish_url(stage, other, False), "green", 660, d.workdir, "keeper")
+        wait_published(d, stage["arn"], other["participantId"])
+        d.cli("disconnect-participant", "--stage-arn", stage["arn"], "--participant-id", ingest["participantId"],
+              "--reason", "test")
+        wait_participant(d, stage["arn"], session, ingest["participantId"], "DISCONNECTED", timeout=5)
+        second = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "second")
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            published = [e for e in stage_updates(d, stage["arn"]) if e["detail"]["event_name"] == "Participant Published"
+                         and e["detail"]["participant_id"] == ingest["participantId"]]
+            if len(published) == 2:
+                break
+            time.sleep(0.1)
+        check(len(published) == 2, f"published twice: {stage_updates(d, stage['arn'])}")
+        check(session_id(d, stage["arn"]) == session, "the same stage session")
+        wait_participant(d, stage["arn"], session, ingest["participantId"], "CONNECTED", timeout=5)
+        keeper.stop()
+        check(d.stop() == 0, "exit status")
+    finally:
+        first.kill()
+        if second:
+            second.kill()
+
+
+TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    binary, name = sys.argv[1], sys.argv[2]
+    if name == "--list":
+        print("\n".join(TESTS))
+        return 0
+    workdir = tempfile.mkdtemp(prefix=f"live-{name}-")
+    daemon = live_daemon(binary, workdir)
+    daemon.config_extra = {"ingest": daemon.config["ingest"]}
+    original_reconfigure = daemon.reconfigure
+
+    def reconfigure(**options):
+        extra = options.pop("extra", daemon.config_extra)
+        original_reconfigure(extra=extra, **options)
+        daemon.config_extra = extra
+    daemon.reconfigure = reconfigure
+    try:
+        TESTS[name](daemon)
+        print(f"PASS {name}")
+        return 0
+    except Failure as failure:
+        print(f"FAIL {name}: {failure}")
+        print("--- daemon log ---\n" + daemon.log())
+        return 1
+    finally:
+        if daemon.process and daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
+        if os.environ.get("KEEP_DAEMON_TEST_DIRS") != "1":
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Measuring what the daemon produced, with ffmpeg as an independent decoder: colours at
+points of the picture over time, tone levels (Goertzel), flash and beep onsets, and where the
+layout engine puts each tile (`stage-compositor layout preview`)."""
+import json
+import math
+import re
+import subprocess
+
+import numpy
+
+# Publisher colours (RGB) and names the tests use.
+PALETTE = {
+    "red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255), "yellow": (255, 255, 0),
+    "magenta": (255, 0, 255), "cyan": (0, 255, 255), "black": (0, 0, 0), "grey": (28, 28, 28), "white": (255, 255, 255),
+}
+
+
+def hex_colour(name):
+    r, g, b = PALETTE[name]
+    return f"0x{r:02X}{g:02X}{b:02X}"
+
+
+def nearest(rgb):
+    return min(PALETTE, key=lambda name: sum((a - b) ** 2 for a, b in zip(PALETTE[name], rgb)))
+
+
+def probe(path):
+    result = subprocess.run(["ffprobe", "-v", "error", "-show_entries",
+                             "format=duration,start_time:stream=codec_type,codec_name,width,height,start_time",
+                             "-of", "json", path], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"ffprobe {path}: {result.stderr}")
+    return json.loads(result.stdout)
+
+
+class Video:
+    """Every frame of a file, resampled to `fps`, as RGB (frames, height, width, 3). Frame i
+    shows time i / fps from the first frame."""
+
+    def __init__(self, path, width, height, fps=10):
+        self.width, self.height, self.fps = width, height, fps
+        result = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vf", f"fps={fps},scale={width}:{height}",
+                                 "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True, timeout=600)
+        if result.returncode != 0:
+            raise RuntimeError(f"decode {path}: {result.stderr.decode()[:2000]}")
+        frame = width * height * 3
+        count = len(result.stdout) // frame
+        self.frames = numpy.frombuffer(result.stdout[:count * frame], dtype=numpy.uint8).reshape(count, height, width, 3)
+
+    @property
+    def duration(self):
+        return len(self.frames) / self.fps
+
+    def colour(self, t, x, y, radius=2):
+        index = min(max(int(round(t * self.fps)), 0), len(self.frames) - 1)
+        box = self.frames[index, max(0, y - radius):y + radius + 1, max(0, x - radius):x + radius + 1].reshape(-1, 3)
+        return tuple(int(v) for v in box.mean(axis=0))
+
+    def name(self, t, x, y):
+        return nearest(self.colour(t, x, y))
+
+    def luma_series(self, x, y, radius=4):
+        box = self.frames[:, max(0, y - radius):y + radius + 1, max(0, x - radius):x + radius + 1, :].astype(numpy.float64)
+        rgb = box.mean(axis=(1, 2))
+        return 0.299 * rgb[:, 0] + 0.587 * rgb[:, 1] + 0.114 * rgb[:, 2]
+
+
+class Audio:
+    """The mono mix of a file's audio at 48 kHz, from its first sample."""
+
+    def __init__(self, path, rate=48000):
+        self.rate = rate
+        result = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vn", "-ac", "1", "-ar", str(rate), "-f", "f32le", "-"],
+                                capture_output=True, timeout=600)
+        if result.returncode != 0:
+            raise RuntimeError(f"decode audio {path}: {result.stderr.decode()[:2000]}")
+        self.samples = numpy.frombuffer(result.stdout, dtype=numpy.float32).astype(numpy.float64)
+
+    @property
+    def duration(self):
+        return len(self.samples) / self.rate
+
+    def tone(self, hz, start, end):
+        """Peak amplitude (full scale 1.0) of the `hz` component between two times."""
+        a, b = int(start * self.rate), int(end * self.rate)
+        chunk = self.samples[max(a, 0):max(b, 0)]
+        if len(chunk) == 0:
+            return 0.0
+        n = numpy.arange(len(chunk))
+        phasor = numpy.exp(-2j * math.pi * hz * n / self.rate)
+        return float(2 * abs(numpy.dot(chunk, phasor)) / len(chunk))
+
+    def envelope(self, window=0.002):
+        """RMS in `window`-second steps."""
+        step = int(self.rate * window)
+        count = len(self.samples) // step
+        blocks = self.samples[:count * step].reshape(count, step)
+        return numpy.sqrt((blocks ** 2).mean(axis=1)), window
+
+
+def onsets(series, step, threshold, minimum_gap):
+    """Times (s) where `series` (sampled every `step` s) rises through `threshold`, at least
+    `minimum_gap` s apart, refined by linear interpolation between the two samples."""
+    times = []
+    for i in range(1, len(series)):
+        if series[i - 1] < threshold <= series[i]:
+            fraction = (threshold - series[i - 1]) / (series[i] - series[i - 1])
+            t = (i - 1 + fraction) * step
+            if not times or t - times[-1] >= minimum_gap:
+                times.append(t)
+    return times
+
+
+def tiles(binary, participants, size, layout="grid"):
+    """participant index (1-based) → (x, y, width, height) as the layout engine places them."""
+    if participants == 0:
+        return {}
+    result = subprocess.run([binary, "layout", "preview", "--layout", layout, "--participants", str(participants),
+                             "--size", size, "--out", "/dev/null"], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"layout preview: {result.stderr}")
+    placed = {}
+    for line in result.stdout.splitlines():
+        match = re.match(r"p(\d+)@(\d+)x(\d+)\+(\d+)\+(\d+)", line.strip())
+        if match:
+            index, w, h, x, y = (int(v) for v in match.groups())
+            placed[index] = (x, y, w, h)
+    return placed
+
+
+def centre(rect):
+    x, y, w, h = rect
+    return x + w // 2, y + h // 2
