@@ -131,7 +131,7 @@ let package = Package(
         // The daemon: HTTP control plane, composition manager, configuration, events hook, metrics.
         .target(
             name: "Server",
-            dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage",
+            dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -139,6 +139,7 @@ let package = Package(
                            .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "Prometheus", package: "swift-prometheus"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -193,7 +194,7 @@ let package = Package(
         .testTarget(name: "OpsTests", exclude: ["run_with_mdwe.py"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg",
                                                             .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels"]),
+        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -25,6 +25,18 @@ public enum APIOperation: String, Sendable, CaseIterable {
     case getStage = "GetStage"
     case listStages = "ListStages"
     case deleteStage = "DeleteStage"
+    case updateStage = "UpdateStage"
+    case listStageSessions = "ListStageSessions"
+    case getStageSession = "GetStageSession"
+    case listParticipants = "ListParticipants"
+    case getParticipant = "GetParticipant"
+    case listParticipantEvents = "ListParticipantEvents"
+    case disconnectParticipant = "DisconnectParticipant"
+    case createIngestConfiguration = "CreateIngestConfiguration"
+    case getIngestConfiguration = "GetIngestConfiguration"
+    case listIngestConfigurations = "ListIngestConfigurations"
+    case updateIngestConfiguration = "UpdateIngestConfiguration"
+    case deleteIngestConfiguration = "DeleteIngestConfiguration"
     case tagResource = "TagResource"
     case untagResource = "UntagResource"
     case listTagsForResource = "ListTagsForResource"
@@ -74,6 +86,13 @@ public enum APIOperation: String, Sendable, CaseIterable {
         case .listStages: [.validation, .accessDenied, .conflict]
         case .deleteStage: [.resourceNotFound, .validation, .accessDenied, .conflict, .pendingVerification]
         case .tagResource, .untagResource, .listTagsForResource: [.resourceNotFound, .validation, .internalServer]
+        case .updateStage: [.resourceNotFound, .validation, .accessDenied, .serviceQuotaExceeded, .conflict, .pendingVerification]
+        case .listStageSessions, .listParticipants, .listParticipantEvents, .listIngestConfigurations: [.validation, .accessDenied]
+        case .getStageSession, .getParticipant, .getIngestConfiguration: [.resourceNotFound, .validation, .accessDenied]
+        case .disconnectParticipant: [.resourceNotFound, .validation, .accessDenied, .pendingVerification]
+        case .createIngestConfiguration: [.validation, .accessDenied, .serviceQuotaExceeded, .pendingVerification]
+        case .updateIngestConfiguration, .deleteIngestConfiguration:
+            [.resourceNotFound, .validation, .accessDenied, .conflict, .pendingVerification]
         }
     }
 

@@ -421,3 +421,161 @@ extension ListTagsForResourceRequest: APIRequest {
         try Rule.resourceArn(resourceArn, at: "resourceArn")
     }
 }
+
+// MARK: - Live stages: ingest configurations, sessions, participants
+
+extension ModelLimits {
+    /// UserId, DisconnectParticipantReason.
+    public static let userIdLength = 0...128
+    public static let reasonLength = 0...128
+    /// The documented 1 KB budget of participant attributes (keys and values, UTF-8).
+    public static let attributesBytes = 1024
+    public static let participantIdLength = 0...64
+}
+
+extension Rule {
+    /// `^$|^arn:aws:ivs:...:stage/...$`: an empty string means "no stage".
+    static func optionalStageArn(_ value: String?, at path: String) throws(APIError) {
+        guard let value, !value.isEmpty else { return }
+        try arn(value, .stage, at: path)
+    }
+
+    static func attributes(_ value: [String: String]?, at path: String = "attributes") throws(APIError) {
+        guard let value else { return }
+        let bytes = value.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        guard bytes <= ModelLimits.attributesBytes else {
+            throw fail(path, "keys and values may total at most \(ModelLimits.attributesBytes) bytes (got \(bytes))")
+        }
+    }
+
+    static func sessionId(_ value: String, at path: String = "sessionId") throws(APIError) {
+        guard StageSessionID.isValid(value) else {
+            throw fail(path, "\(quoted(value)) is not a stage session ID (st- and 13 letters or digits)")
+        }
+    }
+
+    /// `[a-zA-Z0-9-]*`, at most 64 characters.
+    static func participantId(_ value: String, at path: String = "participantId", allowUnderscore: Bool = false) throws(APIError) {
+        try length(value, ModelLimits.participantIdLength, at: path)
+        guard value.unicodeScalars.allSatisfy({ CharacterRules.isAlphanumeric($0) || $0 == "-" || (allowUnderscore && $0 == "_") }) else {
+            throw fail(path, "\(quoted(value)) must match [a-zA-Z0-9-\(allowUnderscore ? "_" : "")]*")
+        }
+    }
+}
+
+extension CreateIngestConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .createIngestConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.name(name, at: "name")
+        try Rule.optionalStageArn(stageArn, at: "stageArn")
+        if let userId { try Rule.length(userId, ModelLimits.userIdLength, at: "userId") }
+        try Rule.attributes(attributes)
+        if ingestProtocol == .rtmp, insecureIngest != true {
+            throw Rule.fail("insecureIngest", "must be true when ingestProtocol is RTMP (plain RTMP is refused otherwise)")
+        }
+        try Rule.tags(tags)
+    }
+}
+
+extension GetIngestConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .getIngestConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .ingestConfiguration, at: "arn") }
+}
+
+extension UpdateIngestConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .updateIngestConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(arn, .ingestConfiguration, at: "arn")
+        try Rule.optionalStageArn(stageArn, at: "stageArn")
+    }
+}
+
+extension DeleteIngestConfigurationRequest: APIRequest {
+    public static var operation: APIOperation { .deleteIngestConfiguration }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .ingestConfiguration, at: "arn") }
+}
+
+extension ListIngestConfigurationsRequest: APIRequest {
+    public static var operation: APIOperation { .listIngestConfigurations }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        if let filterByStageArn { try Rule.arn(filterByStageArn, .stage, at: "filterByStageArn") }
+        if filterByStageArn != nil && filterByState != nil {
+            throw Rule.fail("filterByStageArn", "only one filter (filterByStageArn or filterByState) can be used at a time")
+        }
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+extension UpdateStageRequest: APIRequest {
+    public static var operation: APIOperation { .updateStage }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(arn, .stage, at: "arn")
+        try Rule.name(name, at: "name")
+    }
+}
+
+extension ListStageSessionsRequest: APIRequest {
+    public static var operation: APIOperation { .listStageSessions }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+extension GetStageSessionRequest: APIRequest {
+    public static var operation: APIOperation { .getStageSession }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.sessionId(sessionId)
+    }
+}
+
+extension ListParticipantsRequest: APIRequest {
+    public static var operation: APIOperation { .listParticipants }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.sessionId(sessionId)
+        if let filterByUserId { try Rule.length(filterByUserId, ModelLimits.userIdLength, at: "filterByUserId") }
+        let filters = [filterByUserId != nil, filterByPublished != nil, filterByState != nil, filterByRecordingState != nil]
+        if filters.filter({ $0 }).count > 1 {
+            throw Rule.fail("filterByUserId", "only one of filterByUserId, filterByPublished, filterByState or filterByRecordingState can be provided")
+        }
+        if filterByRecordingState == .disabled {
+            throw Rule.fail("filterByRecordingState", "must be one of STARTING, ACTIVE, STOPPING, STOPPED, FAILED")
+        }
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+extension GetParticipantRequest: APIRequest {
+    public static var operation: APIOperation { .getParticipant }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.sessionId(sessionId)
+        try Rule.participantId(participantId)
+    }
+}
+
+extension ListParticipantEventsRequest: APIRequest {
+    public static var operation: APIOperation { .listParticipantEvents }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.sessionId(sessionId)
+        try Rule.participantId(participantId)
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
+    }
+}
+
+extension DisconnectParticipantRequest: APIRequest {
+    public static var operation: APIOperation { .disconnectParticipant }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        // ParticipantTokenId: [a-zA-Z0-9-_]*, at most 64.
+        try Rule.participantId(participantId, allowUnderscore: true)
+        if let reason { try Rule.length(reason, ModelLimits.reasonLength, at: "reason") }
+    }
+}

@@ -59,6 +59,40 @@ public struct StoredComposition: Codable, Hashable, Sendable {
     public var arn: String { composition.arn }
 }
 
+/// An ingest configuration and what the API does not show of it.
+public struct StoredIngestConfiguration: Codable, Hashable, Sendable {
+    public var configuration: IngestConfiguration
+    /// Plain RTMP is allowed (CreateIngestConfiguration's insecureIngest).
+    public var insecureIngest: Bool
+
+    public init(configuration: IngestConfiguration, insecureIngest: Bool) {
+        self.configuration = configuration
+        self.insecureIngest = insecureIngest
+    }
+
+    public var arn: String { configuration.arn }
+}
+
+public struct StoredStageSession: Codable, Hashable, Sendable {
+    public var stageArn: String
+    public var session: StageSession
+    public init(stageArn: String, session: StageSession) {
+        self.stageArn = stageArn
+        self.session = session
+    }
+}
+
+public struct StoredParticipant: Codable, Hashable, Sendable {
+    public var stageArn: String
+    public var sessionId: String
+    public var participant: Participant
+    public init(stageArn: String, sessionId: String, participant: Participant) {
+        self.stageArn = stageArn
+        self.sessionId = sessionId
+        self.participant = participant
+    }
+}
+
 public struct PersistenceError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }
@@ -82,6 +116,29 @@ public protocol CompositionStore: Sendable {
     func stage(arn: String) async throws(PersistenceError) -> StoredStage?
     func stages() async throws(PersistenceError) -> [StoredStage]
     func deleteStage(arn: String) async throws(PersistenceError) -> Bool
+
+    func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError)
+    func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration?
+    func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration]
+    func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool
+
+    /// Inserts or replaces a stage session (keyed by stage ARN and session ID).
+    func putStageSession(_ value: StoredStageSession) async throws(PersistenceError)
+    func stageSession(stageArn: String, sessionId: String) async throws(PersistenceError) -> StoredStageSession?
+    /// A stage's sessions, newest first.
+    func stageSessions(stageArn: String) async throws(PersistenceError) -> [StoredStageSession]
+    /// Sessions without an end time (open when the daemon stopped).
+    func openStageSessions() async throws(PersistenceError) -> [StoredStageSession]
+    /// Inserts or replaces a participant of a session.
+    func putParticipant(_ value: StoredParticipant) async throws(PersistenceError)
+    func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant?
+    /// A session's participants in the order they first joined.
+    func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant]
+    func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError)
+    /// A participant's events, in the order they were appended.
+    func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent]
+    /// Forgets sessions (with their participants and events) that ended before `seconds` since 1970.
+    func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError)
 
     func putComposition(_ value: StoredComposition) async throws(PersistenceError)
     func composition(arn: String) async throws(PersistenceError) -> StoredComposition?

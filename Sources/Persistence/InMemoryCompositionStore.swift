@@ -8,7 +8,15 @@ public final class InMemoryCompositionStore: CompositionStore {
         var storages: [String: StorageConfiguration] = [:]
         var stages: [String: StoredStage] = [:]
         var compositions: [String: StoredComposition] = [:]
+        var ingestConfigurations: [String: StoredIngestConfiguration] = [:]
+        /// Keyed by "stageArn sessionId".
+        var sessions: [String: StoredStageSession] = [:]
+        var participants: [String: [String: (order: Int, value: StoredParticipant)]] = [:]
+        var events: [String: [(participantId: String, event: ParticipantEvent)]] = [:]
+        var joinCounter = 0
     }
+
+    private static func key(_ stageArn: String, _ sessionId: String) -> String { stageArn + " " + sessionId }
 
     private let tables = Mutex(Tables())
 
@@ -51,6 +59,67 @@ public final class InMemoryCompositionStore: CompositionStore {
     }
     public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.stages.removeValue(forKey: arn) != nil }
+    }
+
+    public func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError) {
+        tables.withLock { $0.ingestConfigurations[value.arn] = value }
+    }
+    public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
+        tables.withLock { $0.ingestConfigurations[arn] }
+    }
+    public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
+        tables.withLock { $0.ingestConfigurations.values.sorted { $0.arn < $1.arn } }
+    }
+    public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        tables.withLock { $0.ingestConfigurations.removeValue(forKey: arn) != nil }
+    }
+
+    public func putStageSession(_ value: StoredStageSession) async throws(PersistenceError) {
+        tables.withLock { $0.sessions[Self.key(value.stageArn, value.session.sessionId ?? "")] = value }
+    }
+    public func stageSession(stageArn: String, sessionId: String) async throws(PersistenceError) -> StoredStageSession? {
+        tables.withLock { $0.sessions[Self.key(stageArn, sessionId)] }
+    }
+    public func stageSessions(stageArn: String) async throws(PersistenceError) -> [StoredStageSession] {
+        tables.withLock { tables in
+            tables.sessions.values.filter { $0.stageArn == stageArn }.sorted {
+                ($0.session.startTime?.secondsSince1970 ?? 0, $0.session.sessionId ?? "")
+                    > ($1.session.startTime?.secondsSince1970 ?? 0, $1.session.sessionId ?? "")
+            }
+        }
+    }
+    public func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
+        tables.withLock { $0.sessions.values.filter { $0.session.endTime == nil }.sorted { ($0.stageArn, $0.session.sessionId ?? "") < ($1.stageArn, $1.session.sessionId ?? "") } }
+    }
+    public func putParticipant(_ value: StoredParticipant) async throws(PersistenceError) {
+        tables.withLock { tables in
+            let key = Self.key(value.stageArn, value.sessionId)
+            let id = value.participant.participantId ?? ""
+            let order = tables.participants[key]?[id]?.order ?? { tables.joinCounter += 1; return tables.joinCounter }()
+            tables.participants[key, default: [:]][id] = (order, value)
+        }
+    }
+    public func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant? {
+        tables.withLock { $0.participants[Self.key(stageArn, sessionId)]?[participantId]?.value }
+    }
+    public func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant] {
+        tables.withLock { ($0.participants[Self.key(stageArn, sessionId)] ?? [:]).values.sorted { $0.order < $1.order }.map(\.value) }
+    }
+    public func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError) {
+        tables.withLock { $0.events[Self.key(stageArn, sessionId), default: []].append((event.participantId ?? "", event)) }
+    }
+    public func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent] {
+        tables.withLock { ($0.events[Self.key(stageArn, sessionId)] ?? []).filter { $0.participantId == participantId }.map(\.event) }
+    }
+    public func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
+        tables.withLock { tables in
+            for (key, stored) in tables.sessions {
+                guard let end = stored.session.endTime?.secondsSince1970, end < seconds else { continue }
+                tables.sessions[key] = nil
+                tables.participants[key] = nil
+                tables.events[key] = nil
+            }
+        }
     }
 
     public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {

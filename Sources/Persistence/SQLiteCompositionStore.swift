@@ -51,6 +51,36 @@ public final class SQLiteCompositionStore: CompositionStore {
                 t.column("document", .text).notNull()
             }
         }
+        migrator.registerMigration("v2-live-stages") { db in
+            try db.create(table: Table.ingest.rawValue) { t in
+                t.primaryKey("arn", .text)
+                t.column("document", .text).notNull()
+            }
+            try db.create(table: "stageSession") { t in
+                t.column("stageArn", .text).notNull()
+                t.column("sessionId", .text).notNull()
+                t.column("startTime", .integer).notNull()
+                t.column("endTime", .integer)
+                t.column("document", .text).notNull()
+                t.primaryKey(["stageArn", "sessionId"])
+            }
+            try db.create(table: "participant") { t in
+                t.column("stageArn", .text).notNull()
+                t.column("sessionId", .text).notNull()
+                t.column("participantId", .text).notNull()
+                t.column("joinOrder", .integer).notNull()
+                t.column("document", .text).notNull()
+                t.primaryKey(["stageArn", "sessionId", "participantId"])
+            }
+            try db.create(table: "participantEvent") { t in
+                t.autoIncrementedPrimaryKey("sequence")
+                t.column("stageArn", .text).notNull()
+                t.column("sessionId", .text).notNull()
+                t.column("participantId", .text).notNull()
+                t.column("document", .text).notNull()
+            }
+            try db.create(index: "participantEventBySession", on: "participantEvent", columns: ["stageArn", "sessionId", "participantId"])
+        }
         return migrator
     }
 
@@ -59,6 +89,7 @@ public final class SQLiteCompositionStore: CompositionStore {
         case storage = "storageConfiguration"
         case stage
         case composition
+        case ingest = "ingestConfiguration"
     }
 
     // MARK: Generic rows
@@ -160,6 +191,95 @@ public final class SQLiteCompositionStore: CompositionStore {
     }
     public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
         try await delete(arn: arn, in: .stage)
+    }
+
+    public func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .ingest)
+    }
+    public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
+        try await get(StoredIngestConfiguration.self, arn: arn, in: .ingest)
+    }
+    public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
+        try await all(StoredIngestConfiguration.self, in: .ingest)
+    }
+    public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .ingest)
+    }
+
+    public func putStageSession(_ value: StoredStageSession) async throws(PersistenceError) {
+        let document = try Self.encode(value)
+        let arguments: StatementArguments = [value.stageArn, value.session.sessionId ?? "",
+                                             value.session.startTime?.secondsSince1970 ?? 0, value.session.endTime?.secondsSince1970,
+                                             document]
+        try await run { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO stageSession (stageArn, sessionId, startTime, endTime, document) VALUES (?, ?, ?, ?, ?)",
+                           arguments: arguments)
+        }
+    }
+    public func stageSession(stageArn: String, sessionId: String) async throws(PersistenceError) -> StoredStageSession? {
+        try await documents(StoredStageSession.self, "SELECT document FROM stageSession WHERE stageArn = ? AND sessionId = ?",
+                            [stageArn, sessionId]).first
+    }
+    public func stageSessions(stageArn: String) async throws(PersistenceError) -> [StoredStageSession] {
+        try await documents(StoredStageSession.self,
+                            "SELECT document FROM stageSession WHERE stageArn = ? ORDER BY startTime DESC, sessionId DESC", [stageArn])
+    }
+    public func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
+        try await documents(StoredStageSession.self,
+                            "SELECT document FROM stageSession WHERE endTime IS NULL ORDER BY stageArn, sessionId", [])
+    }
+    public func putParticipant(_ value: StoredParticipant) async throws(PersistenceError) {
+        let document = try Self.encode(value)
+        let arguments: StatementArguments = [value.stageArn, value.sessionId, value.participant.participantId ?? "", document,
+                                             value.stageArn, value.sessionId, value.participant.participantId ?? "",
+                                             value.stageArn, value.sessionId]
+        // A participant keeps its place in the join order when it is updated.
+        try await run { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO participant (stageArn, sessionId, participantId, document, joinOrder) VALUES (?, ?, ?, ?,
+                  COALESCE((SELECT joinOrder FROM participant WHERE stageArn = ? AND sessionId = ? AND participantId = ?),
+                           (SELECT COALESCE(MAX(joinOrder), 0) + 1 FROM participant WHERE stageArn = ? AND sessionId = ?)))
+                """, arguments: arguments)
+        }
+    }
+    public func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant? {
+        try await documents(StoredParticipant.self,
+                            "SELECT document FROM participant WHERE stageArn = ? AND sessionId = ? AND participantId = ?",
+                            [stageArn, sessionId, participantId]).first
+    }
+    public func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant] {
+        try await documents(StoredParticipant.self,
+                            "SELECT document FROM participant WHERE stageArn = ? AND sessionId = ? ORDER BY joinOrder",
+                            [stageArn, sessionId])
+    }
+    public func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError) {
+        let document = try Self.encode(event)
+        let arguments: StatementArguments = [stageArn, sessionId, event.participantId ?? "", document]
+        try await run { db in
+            try db.execute(sql: "INSERT INTO participantEvent (stageArn, sessionId, participantId, document) VALUES (?, ?, ?, ?)",
+                           arguments: arguments)
+        }
+    }
+    public func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent] {
+        try await documents(ParticipantEvent.self, """
+            SELECT document FROM participantEvent WHERE stageArn = ? AND sessionId = ? AND participantId = ? ORDER BY sequence
+            """, [stageArn, sessionId, participantId])
+    }
+    public func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
+        try await run { db in
+            let ended = "SELECT stageArn, sessionId FROM stageSession WHERE endTime IS NOT NULL AND endTime < ?"
+            try db.execute(sql: "DELETE FROM participantEvent WHERE (stageArn, sessionId) IN (\(ended))", arguments: [seconds])
+            try db.execute(sql: "DELETE FROM participant WHERE (stageArn, sessionId) IN (\(ended))", arguments: [seconds])
+            try db.execute(sql: "DELETE FROM stageSession WHERE endTime IS NOT NULL AND endTime < ?", arguments: [seconds])
+        }
+    }
+
+    private func documents<T: Decodable & Sendable>(_ type: T.Type, _ sql: String, _ arguments: StatementArguments)
+        async throws(PersistenceError) -> [T] {
+        let texts: [String] = try await run { db in try String.fetchAll(db, sql: sql, arguments: arguments) }
+        var values: [T] = []
+        for text in texts { values.append(try Self.decode(type, from: text)) }
+        return values
     }
 
     public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {

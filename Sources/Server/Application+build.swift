@@ -13,6 +13,9 @@ public import EventSinks
 import APIModels
 import AsyncHTTPClient
 import Metrics
+import IngestServer
+import LiveStage
+import NIOSSL
 import Persistence
 import ServiceLifecycle
 
@@ -29,12 +32,15 @@ public struct ServerDependencies: Sendable {
     public var launcher: (any CompositionPipelineLauncher)?
     /// Keep state in memory instead of SQLite under the state directory.
     public var inMemoryStore: Bool
+    /// The clock live media is stamped and composed on (the wall clock outside tests).
+    public var liveClock: any MediaClock
 
     public init(logger: Logger, events: (any EventSink)? = nil,
                 authenticator: (any RequestAuthenticator)? = nil,
                 metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                 clock: any MediaClock = SystemMediaClock(), launcher: (any CompositionPipelineLauncher)? = nil,
-                inMemoryStore: Bool = false) {
+                inMemoryStore: Bool = false, liveClock: any MediaClock = SystemMediaClock()) {
+        self.liveClock = liveClock
         self.logger = logger
         self.events = events
         self.authenticator = authenticator
@@ -53,7 +59,10 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     -> Application<ServerResponder> {
     let logger = dependencies.logger
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
-    let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics)
+    let ingest = configuration.ingest
+    let hub = LiveStageHub(clock: dependencies.liveClock, settings: LiveMediaSettings(
+        latency: Int64(ingest.latencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000)))
+    let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics, hub: hub)
     let events: any EventSink
     var eventServices: [any Service] = []
     if let given = dependencies.events {
@@ -74,25 +83,29 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
                                          eventServices: eventServices, authenticator: authenticator,
-                                         launcher: launcher, metrics: metrics, dependencies: dependencies)
+                                         launcher: launcher, hub: hub, metrics: metrics, dependencies: dependencies)
     }
     try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
                                             attributes: [.posixPermissions: 0o700])
     let store = try SQLiteCompositionStore(path: configuration.databasePath)
     logger.info("state store opened", metadata: ["path": "\(configuration.databasePath)"])
     return try await makeApplication(configuration: configuration, store: store, events: events, eventServices: eventServices,
-                                     authenticator: authenticator, launcher: launcher, metrics: metrics, dependencies: dependencies)
+                                     authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
+                                     dependencies: dependencies)
 }
 
 func makeApplication<Store: CompositionStore>(
     configuration: ServerConfiguration, store: Store, events: any EventSink, eventServices: [any Service],
-    authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher,
+    authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher, hub: LiveStageHub,
     metrics: ServerMetrics, dependencies: ServerDependencies
 ) async throws -> Application<ServerResponder> {
-    let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
+    let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher, hub: hub,
                                      clock: dependencies.clock, metrics: metrics, logger: dependencies.logger)
     try await manager.restore()
-    let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager)
+    let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, logger: dependencies.logger)
+    await runtime.restore()
+    let ingestServer = try makeIngestServer(configuration: configuration, admission: runtime, hub: hub, logger: dependencies.logger)
+    let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime)
     let responder = ServerResponder(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
@@ -102,12 +115,51 @@ func makeApplication<Store: CompositionStore>(
     return Application(
         responder: responder,
         configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: "stage-compositor"),
-        // Event services first: they shut down after the manager has published its last events.
-        services: eventServices + [manager],
+        // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
+        // (their last stage updates), the compositions, and the event services last, so
+        // they deliver everything the others published.
+        services: eventServices + [manager, runtime] + (ingestServer.map { [$0] } ?? []),
         onServerRunning: { channel in
             logger.notice("stage-compositor listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
         },
         logger: logger)
+}
+
+/// The RTMP/RTMPS listeners the configuration enables (nil when both are off). RTMPS uses the
+/// configured certificate, else a self-signed one kept in the state directory.
+func makeIngestServer(configuration: ServerConfiguration, admission: any IngestAdmission, hub: LiveStageHub,
+                      logger: Logger) throws -> RTMPIngestServer? {
+    let ingest = configuration.ingest
+    var listeners: [RTMPIngestListener] = []
+    if ingest.rtmp.enabled { listeners.append(RTMPIngestListener(host: ingest.rtmp.host, port: ingest.rtmp.port)) }
+    if ingest.rtmps.enabled {
+        let tls: TLSConfiguration
+        if let certificate = ingest.certificateFile, let key = ingest.privateKeyFile {
+            tls = try IngestTLS.serverConfiguration(certificateFile: certificate, privateKeyFile: key)
+        } else {
+            let hosts = [ingest.publicHost, ingest.rtmps.host].compactMap { $0 }
+            let (selfSigned, file) = try IngestTLS.selfSigned(in: configuration.stateDirectory + "/tls", hosts: hosts)
+            logger.notice("RTMPS uses a self-signed certificate (set ingest.certificateFile/privateKeyFile for production)",
+                          metadata: ["certificate": "\(file)"])
+            tls = selfSigned
+        }
+        listeners.append(RTMPIngestListener(host: ingest.rtmps.host, port: ingest.rtmps.port, tls: tls))
+    }
+    guard !listeners.isEmpty else { return nil }
+    var ingestLogger = logger
+    ingestLogger[metadataKey: "component"] = "ingest"
+    return RTMPIngestServer(
+        listeners: listeners, admission: admission,
+        policy: RTMPConnectionPolicy(publishDeadline: .milliseconds(Int64(ingest.handshakeTimeoutSeconds * 1000)),
+                                     maxBitrate: Int64(ingest.maxBitrate)),
+        idleTimeout: .milliseconds(Int64(ingest.idleTimeoutSeconds * 1000)), clock: HubClockReading(clock: hub.clock),
+        logger: ingestLogger)
+}
+
+/// Rate measurements on the live media clock.
+struct HubClockReading: MediaClockReading {
+    let clock: any MediaClock
+    func nowMicroseconds() -> Int64 { clock.now().microsecondsValue }
 }
 
 /// The HTTP surface: `/healthz`, `/metrics`, and every control-plane operation routed by

@@ -12,14 +12,16 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
     let store: Store
     let catalog: StageCatalog<Store>
     public let manager: CompositionManager<Store>
+    public let runtime: StageRuntime<Store>
     let validation: ValidationOptions
 
-    public init(configuration: ServerConfiguration, store: Store, manager: CompositionManager<Store>) {
+    public init(configuration: ServerConfiguration, store: Store, manager: CompositionManager<Store>, runtime: StageRuntime<Store>) {
         self.configuration = configuration
         arnContext = ARNContext(region: configuration.region, account: configuration.account)!
         self.store = store
         catalog = StageCatalog(configuration: configuration, store: store)
         self.manager = manager
+        self.runtime = runtime
         validation = ValidationOptions(layoutCheck: Self.layoutProblem)
     }
 
@@ -128,13 +130,26 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
                               tags: request.tags ?? [:],
                               autoParticipantRecordingConfiguration: request.autoParticipantRecordingConfiguration)
             try await storeCall { try await store.putStage(StoredStage(stage: stage, sourcePath: sourcePath)) }
-            return try APIJSON.encode(CreateStageResponse(stage: stage, participantTokens: []))
+            let created = ResolvedStage(stage: stage, sourcePath: sourcePath.isEmpty ? nil : sourcePath, isConfigured: false)
+            return try APIJSON.encode(CreateStageResponse(stage: await presented(created), participantTokens: []))
         case .getStage:
             let request = try decode(GetStageRequest.self, body)
-            return try APIJSON.encode(GetStageResponse(stage: try await stage(request.arn).stage))
+            return try APIJSON.encode(GetStageResponse(stage: await presented(try await stage(request.arn))))
+        case .updateStage:
+            let request = try decode(UpdateStageRequest.self, body)
+            let found = try await stage(request.arn)
+            if found.isConfigured { throw .validation("arn: stage \(request.arn) is defined in the server configuration file; it cannot be updated") }
+            var value = found.stage
+            if let name = request.name { value.name = name }
+            if let recording = request.autoParticipantRecordingConfiguration { value.autoParticipantRecordingConfiguration = recording }
+            let updated = StoredStage(stage: value, sourcePath: found.sourcePath ?? "")
+            try await storeCall { try await store.putStage(updated) }
+            return try APIJSON.encode(UpdateStageResponse(stage: await presented(
+                ResolvedStage(stage: value, sourcePath: found.sourcePath, isConfigured: false))))
         case .listStages:
             let request = try decode(ListStagesRequest.self, body)
-            let all = try await catalog.all().map(\.stage.summary)
+            var all: [StageSummary] = []
+            for resolved in try await catalog.all() { all.append(await presented(resolved).summary) }
             let page = try Pagination.page(all, key: { $0.arn }, nextToken: request.nextToken, maxResults: request.maxResults,
                                            defaultMaxResults: Pagination.defaultMaxResults(for: .listStages))
             return try APIJSON.encode(ListStagesResponse(stages: page.items, nextToken: page.nextToken))
@@ -143,8 +158,17 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             let found = try await stage(request.arn)
             if found.isConfigured { throw .conflict("arn: stage \(request.arn) is defined in the server configuration file") }
             if await manager.isInUse(request.arn) { throw .conflict("arn: stage \(request.arn) has an active composition") }
+            // As IVS does, deleting a stage disconnects everyone on it.
+            await runtime.disconnectAll(stageArn: request.arn, reason: "the stage was deleted")
             _ = try await storeCall { try await store.deleteStage(arn: request.arn) }
             return try APIJSON.encode(DeleteStageResponse())
+
+        case .listStageSessions, .getStageSession, .listParticipants, .getParticipant, .listParticipantEvents,
+             .disconnectParticipant:
+            return try await handleParticipants(route.operation, body: body)
+        case .createIngestConfiguration, .getIngestConfiguration, .listIngestConfigurations, .updateIngestConfiguration,
+             .deleteIngestConfiguration:
+            return try await handleIngest(route.operation, body: body)
 
         case .tagResource:
             let wire = try APIJSON.decode(TagResourceRequest.Body.self, from: body)
@@ -164,6 +188,173 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             return try APIJSON.encode(ListTagsForResourceResponse(tags: try await tags(of: request.resourceArn)))
         }
     }
+
+    // MARK: Live stages
+
+    /// A stage as the API shows it: live stages carry their ingest endpoints and, while
+    /// someone is on them, the active session.
+    private func presented(_ resolved: ResolvedStage) async -> Stage {
+        var stage = resolved.stage
+        guard resolved.sourcePath == nil else { return stage }
+        stage.endpoints = StageEndpoints(rtmp: configuration.ingest.rtmpEndpoint, rtmps: configuration.ingest.rtmpsEndpoint)
+        stage.activeSessionId = await runtime.activeSessionId(stageArn: stage.arn)
+        return stage
+    }
+
+    private func handleParticipants(_ operation: APIOperation, body: Data) async throws(APIError) -> Data {
+        switch operation {
+        case .listStageSessions:
+            let request = try decode(ListStageSessionsRequest.self, body)
+            let sessions = try await storeCall { try await store.stageSessions(stageArn: request.stageArn) }
+            // Newest first, stable across pages: the key orders by descending start time.
+            let page = try Pagination.page(sessions, key: { Self.descending($0.session.startTime?.secondsSince1970 ?? 0) + ($0.session.sessionId ?? "") },
+                                           nextToken: request.nextToken, maxResults: request.maxResults,
+                                           defaultMaxResults: Pagination.defaultMaxResults(for: .listStageSessions))
+            return try APIJSON.encode(ListStageSessionsResponse(stageSessions: page.items.map(\.session.summary), nextToken: page.nextToken))
+        case .getStageSession:
+            let request = try decode(GetStageSessionRequest.self, body)
+            guard let found = try await storeCall({ try await store.stageSession(stageArn: request.stageArn, sessionId: request.sessionId) }) else {
+                throw .resourceNotFound("sessionId: stage session \(request.sessionId) of \(request.stageArn) not found")
+            }
+            return try APIJSON.encode(GetStageSessionResponse(stageSession: found.session))
+        case .listParticipants:
+            let request = try decode(ListParticipantsRequest.self, body)
+            let stored = try await storeCall { try await store.participants(stageArn: request.stageArn, sessionId: request.sessionId) }
+            let matching = stored.enumerated().filter { _, entry in
+                let p = entry.participant
+                return (request.filterByUserId.map { p.userId == $0 } ?? true)
+                    && (request.filterByPublished.map { p.published == $0 } ?? true)
+                    && (request.filterByState.map { p.state == $0 } ?? true)
+                    && (request.filterByRecordingState.map { p.recordingState == $0 } ?? true)
+            }
+            let page = try Pagination.page(matching, key: { Self.ascending(Int64($0.offset)) }, nextToken: request.nextToken,
+                                           maxResults: request.maxResults, defaultMaxResults: 50)
+            return try APIJSON.encode(ListParticipantsResponse(participants: page.items.map(\.element.participant.summary),
+                                                               nextToken: page.nextToken))
+        case .getParticipant:
+            let request = try decode(GetParticipantRequest.self, body)
+            guard let found = try await storeCall({
+                try await store.participant(stageArn: request.stageArn, sessionId: request.sessionId, participantId: request.participantId)
+            }) else {
+                throw .resourceNotFound("participantId: participant \(request.participantId) not found in session \(request.sessionId)")
+            }
+            return try APIJSON.encode(GetParticipantResponse(participant: found.participant))
+        case .listParticipantEvents:
+            let request = try decode(ListParticipantEventsRequest.self, body)
+            let events = try await storeCall {
+                try await store.participantEvents(stageArn: request.stageArn, sessionId: request.sessionId, participantId: request.participantId)
+            }
+            let page = try Pagination.page(Array(events.enumerated()), key: { Self.ascending(Int64($0.offset)) },
+                                           nextToken: request.nextToken, maxResults: request.maxResults, defaultMaxResults: 50)
+            return try APIJSON.encode(ListParticipantEventsResponse(events: page.items.map(\.element), nextToken: page.nextToken))
+        case .disconnectParticipant:
+            let request = try decode(DisconnectParticipantRequest.self, body)
+            _ = try await stage(request.stageArn)
+            guard await runtime.disconnect(stageArn: request.stageArn, participantId: request.participantId,
+                                           reason: request.reason ?? "DisconnectParticipant") else {
+                throw .resourceNotFound("participantId: participant \(request.participantId) is not connected to \(request.stageArn)")
+            }
+            return try APIJSON.encode(DisconnectParticipantResponse())
+        default:
+            throw .internalServer("\(operation.name) is not a participant operation")
+        }
+    }
+
+    private func handleIngest(_ operation: APIOperation, body: Data) async throws(APIError) -> Data {
+        switch operation {
+        case .createIngestConfiguration:
+            let request = try decode(CreateIngestConfigurationRequest.self, body)
+            if let stageArn = request.stageArn, !stageArn.isEmpty {
+                guard owned(stageArn, .stage), try await catalog.stage(arn: stageArn) != nil else {
+                    throw .validation("stageArn: stage \(stageArn) not found")
+                }
+            }
+            let count = try await storeCall { try await store.ingestConfigurations().count }
+            guard count < configuration.quotas.ingestConfigurations else {
+                throw .serviceQuotaExceeded("ingest configurations: the quota of \(configuration.quotas.ingestConfigurations) is reached")
+            }
+            let id = ResourceID.random()
+            var generator = SystemRandomNumberGenerator()
+            let key = StreamKey.generate(account: arnContext.account, region: arnContext.region, ingestConfigurationID: id.rawValue,
+                                         using: &generator)
+            let value = IngestConfiguration(name: request.name, arn: arnContext.arn(.ingestConfiguration, id: id).description,
+                                            ingestProtocol: request.ingestProtocol, streamKey: key.description,
+                                            stageArn: request.stageArn ?? "", participantId: ResourceID.random().rawValue,
+                                            state: .inactive, userId: request.userId, redundantIngest: false,
+                                            attributes: request.attributes, tags: request.tags ?? [:])
+            try await storeCall { try await store.putIngestConfiguration(StoredIngestConfiguration(
+                configuration: value, insecureIngest: request.insecureIngest ?? false)) }
+            return try APIJSON.encode(CreateIngestConfigurationResponse(ingestConfiguration: value))
+        case .getIngestConfiguration:
+            let request = try decode(GetIngestConfigurationRequest.self, body)
+            return try APIJSON.encode(GetIngestConfigurationResponse(ingestConfiguration: try await ingest(request.arn).configuration))
+        case .listIngestConfigurations:
+            let request = try decode(ListIngestConfigurationsRequest.self, body)
+            var all: [IngestConfigurationSummary] = []
+            for stored in try await storeCall({ try await store.ingestConfigurations() }) {
+                let value = await withState(stored.configuration)
+                guard request.filterByStageArn.map({ value.stageArn == $0 }) ?? true,
+                      request.filterByState.map({ value.state == $0 }) ?? true else { continue }
+                all.append(value.summary)
+            }
+            let page = try Pagination.page(all, key: { $0.arn }, nextToken: request.nextToken, maxResults: request.maxResults,
+                                           defaultMaxResults: 50)
+            return try APIJSON.encode(ListIngestConfigurationsResponse(ingestConfigurations: page.items, nextToken: page.nextToken))
+        case .updateIngestConfiguration:
+            let request = try decode(UpdateIngestConfigurationRequest.self, body)
+            var stored = try await ingest(request.arn)
+            if let stageArn = request.stageArn, stageArn != stored.configuration.stageArn {
+                if !stageArn.isEmpty {
+                    guard owned(stageArn, .stage), try await catalog.stage(arn: stageArn) != nil else {
+                        throw .resourceNotFound("stageArn: stage \(stageArn) not found")
+                    }
+                }
+                if stored.configuration.state == .active {
+                    throw .conflict("arn: ingest configuration \(request.arn) is publishing; its stage cannot change now")
+                }
+                stored.configuration.stageArn = stageArn
+            }
+            let updated = stored
+            try await storeCall { try await store.putIngestConfiguration(updated) }
+            return try APIJSON.encode(UpdateIngestConfigurationResponse(ingestConfiguration: updated.configuration))
+        case .deleteIngestConfiguration:
+            let request = try decode(DeleteIngestConfigurationRequest.self, body)
+            let stored = try await ingest(request.arn)
+            if stored.configuration.state == .active {
+                guard request.force == true else {
+                    throw .conflict("arn: ingest configuration \(request.arn) is publishing; pass force to disconnect it and delete")
+                }
+                await runtime.disconnect(ingestConfigurationArn: request.arn, reason: "its ingest configuration was deleted")
+            }
+            _ = try await storeCall { try await store.deleteIngestConfiguration(arn: request.arn) }
+            return try APIJSON.encode(DeleteIngestConfigurationResponse())
+        default:
+            throw .internalServer("\(operation.name) is not an ingest operation")
+        }
+    }
+
+    /// An ingest configuration with its live `state`.
+    private func ingest(_ arn: String) async throws(APIError) -> StoredIngestConfiguration {
+        guard owned(arn, .ingestConfiguration), var found = try await storeCall({ try await store.ingestConfiguration(arn: arn) }) else {
+            throw .resourceNotFound("arn: ingest configuration \(arn) not found")
+        }
+        found.configuration = await withState(found.configuration)
+        return found
+    }
+
+    private func withState(_ configuration: IngestConfiguration) async -> IngestConfiguration {
+        var value = configuration
+        value.state = await runtime.isPublishing(ingestConfigurationArn: value.arn) ? .active : .inactive
+        return value
+    }
+
+    /// Pagination keys that sort numbers (ascending or descending) as text.
+    static func ascending(_ value: Int64) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+    }
+
+    static func descending(_ value: Int64) -> String { ascending(Int64.max - value) }
 
     // MARK: Helpers
 
@@ -208,6 +399,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .encoderConfiguration: return try await encoder(arn).tags ?? [:]
         case .storageConfiguration: return try await storage(arn).tags ?? [:]
         case .stage: return try await stage(arn).stage.tags ?? [:]
+        case .ingestConfiguration: return try await ingest(arn).configuration.tags ?? [:]
         default: throw .resourceNotFound("resourceArn: \(arn) not found")
         }
     }
@@ -248,6 +440,13 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             let updated = StoredStage(stage: value, sourcePath: found.sourcePath ?? "")
             try await storeCall { try await store.putStage(updated) }
             return value.tags ?? [:]
+        case .ingestConfiguration:
+            var value = try await ingest(arn)
+            value.configuration.tags = limited(value.configuration.tags ?? [:])
+            try check(value.configuration.tags ?? [:])
+            let updated = value
+            try await storeCall { try await store.putIngestConfiguration(updated) }
+            return updated.configuration.tags ?? [:]
         default:
             throw .resourceNotFound("resourceArn: \(arn) not found")
         }

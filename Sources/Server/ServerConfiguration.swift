@@ -85,8 +85,11 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var encoderConfigurations: Int
         public var storageConfigurations: Int
         public var publishersPerStage: Int
+        /// IngestConfiguration objects (IVS: 100).
+        public var ingestConfigurations: Int
         public init(concurrentCompositions: Int = 5, encoderConfigurations: Int = 20,
-                    storageConfigurations: Int = 5, publishersPerStage: Int = 12) {
+                    storageConfigurations: Int = 5, publishersPerStage: Int = 12, ingestConfigurations: Int = 100) {
+            self.ingestConfigurations = ingestConfigurations
             self.concurrentCompositions = concurrentCompositions
             self.encoderConfigurations = encoderConfigurations
             self.storageConfigurations = storageConfigurations
@@ -99,6 +102,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             encoderConfigurations = try c.decodeIfPresent(Int.self, forKey: .encoderConfigurations) ?? d.encoderConfigurations
             storageConfigurations = try c.decodeIfPresent(Int.self, forKey: .storageConfigurations) ?? d.storageConfigurations
             publishersPerStage = try c.decodeIfPresent(Int.self, forKey: .publishersPerStage) ?? d.publishersPerStage
+            ingestConfigurations = try c.decodeIfPresent(Int.self, forKey: .ingestConfigurations) ?? d.ingestConfigurations
         }
     }
 
@@ -428,7 +432,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         }
         let q = quotas
         for (name, value) in [("concurrentCompositions", q.concurrentCompositions), ("encoderConfigurations", q.encoderConfigurations),
-                              ("storageConfigurations", q.storageConfigurations), ("publishersPerStage", q.publishersPerStage)]
+                              ("storageConfigurations", q.storageConfigurations), ("publishersPerStage", q.publishersPerStage),
+                              ("ingestConfigurations", q.ingestConfigurations)]
             where value < 0 {
             problems.append("quotas.\(name): must not be negative")
         }

@@ -35,19 +35,19 @@ public struct SessionParticipant: Sendable, Equatable, Codable {
 }
 
 /// The model's participant event names this book produces.
-public enum ParticipantEventName: String, Sendable, Equatable, Codable {
+public enum SessionEventName: String, Sendable, Equatable, Codable {
     case joined = "JOINED", left = "LEFT", publishStarted = "PUBLISH_STARTED", publishStopped = "PUBLISH_STOPPED"
     case publishError = "PUBLISH_ERROR"
 }
 
 public struct SessionParticipantEvent: Sendable, Equatable, Codable {
-    public var name: ParticipantEventName
+    public var name: SessionEventName
     public var participantId: String
     public var time: Int64
     /// The model's EventErrorCode, on PUBLISH_ERROR.
     public var errorCode: String?
 
-    public init(name: ParticipantEventName, participantId: String, time: Int64, errorCode: String? = nil) {
+    public init(name: SessionEventName, participantId: String, time: Int64, errorCode: String? = nil) {
         self.name = name
         self.participantId = participantId
         self.time = time

@@ -34,7 +34,7 @@ import APIModels
             #expect(APIOperation.route(method: "POST", path: "/" + operation.name) == .init(operation: operation, resourceArn: nil))
             #expect(APIOperation.route(method: "GET", path: "/" + operation.name) == nil)
         }
-        #expect(APIOperation.allCases.count == 19)
+        #expect(APIOperation.allCases.count == 31)
         #expect(APIOperation.allCases.allSatisfy { $0.successCode == 200 })
     }
 

@@ -1,0 +1,344 @@
+// Live stages on the control-plane side: who may publish (ingest admission), who is on each
+// stage (sessions, participants, their events, persisted), and the "IVS Stage Update" events.
+//
+//   ingest connection ──admit / failed / ended──▶ inbox ──▶ StageRuntime (actor, a Service)
+//                                                         │  StageSessionBook (pure)
+//                                                         ├─▶ store (sessions, participants, events)
+//                                                         ├─▶ event sinks (Participant Published ...)
+//                                                         └─▶ LiveStageHub (media to compositions)
+//
+// Connections talk to it only through the inbox, so a burst of publishers never blocks an
+// event loop, and admissions, leaves and API calls are applied one at a time, in order.
+import APIModels
+import Crypto
+import Events
+public import EventSinks
+public import Foundation
+public import IngestServer
+public import LiveStage
+public import Logging
+public import Persistence
+public import ServiceLifecycle
+import Stages
+import Synchronization
+
+public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
+    /// A publisher on a stage now.
+    struct Connection {
+        var publication: Publication
+        var stageArn: String
+        var participantId: String
+        var ingestConfigurationArn: String
+    }
+
+    enum Message: Sendable {
+        case admit(IngestAdmissionRequest, disconnect: @Sendable (String) -> Void, decide: @Sendable (IngestAdmissionDecision) -> Void)
+        case failed(Publication, IngestPublishError, reason: String)
+        case ended(Publication, reason: String)
+    }
+
+    /// Ended sessions are kept this long for ListStageSessions & co.
+    static var sessionRetentionSeconds: Int64 { 14 * 86_400 }
+
+    let configuration: ServerConfiguration
+    let arnContext: ARNContext
+    let store: Store
+    let catalog: StageCatalog<Store>
+    let events: any EventSink
+    let builder: CompositionEventBuilder
+    public let hub: LiveStageHub
+    let wallClock: @Sendable () -> Date
+    let logger: Logger
+    private var book: StageSessionBook
+    /// By ingest configuration ARN.
+    private var connections: [String: Connection] = [:]
+    private let inbox: AsyncStream<Message>
+    private let inboxContinuation: AsyncStream<Message>.Continuation
+
+    public init(configuration: ServerConfiguration, store: Store, events: any EventSink, hub: LiveStageHub,
+                wallClock: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+        self.configuration = configuration
+        arnContext = ARNContext(region: configuration.region, account: configuration.account)!
+        self.store = store
+        catalog = StageCatalog(configuration: configuration, store: store)
+        self.events = events
+        self.hub = hub
+        self.wallClock = wallClock
+        self.logger = logger
+        builder = CompositionEventBuilder(region: configuration.region, account: configuration.account,
+                                          secondsSince1970: { Int64(wallClock().timeIntervalSince1970.rounded(.down)) })
+        book = StageSessionBook(makeSessionID: {
+            var generator = SystemRandomNumberGenerator()
+            return StageSessionID.generate(using: &generator)
+        })
+        (inbox, inboxContinuation) = AsyncStream.makeStream()
+    }
+
+    // MARK: Service
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            for await message in inbox { await handle(message) }
+        } onGracefulShutdown: { [inboxContinuation] in
+            // The ingest server (shut down first) has closed every connection and queued
+            // their ends; handle those, then stop.
+            inboxContinuation.finish()
+        }
+    }
+
+    /// Closes the sessions the previous run left open (a crash or kill): their participants
+    /// left when the daemon stopped. Also forgets sessions past their retention.
+    public func restore() async {
+        let now = seconds()
+        do {
+            for stored in try await store.openStageSessions() {
+                guard let sessionId = stored.session.sessionId else { continue }
+                for var participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
+                where participant.participant.state == .connected {
+                    participant.participant.state = .disconnected
+                    try await store.putParticipant(participant)
+                    for name in [APIModels.ParticipantEventName.publishStopped, .left] {
+                        try await store.appendParticipantEvent(stageArn: stored.stageArn, sessionId: sessionId, ParticipantEvent(
+                            name: name, participantId: participant.participant.participantId, eventTime: APITimestamp(secondsSince1970: now)))
+                    }
+                }
+                var ended = stored
+                ended.session.endTime = APITimestamp(secondsSince1970: now)
+                try await store.putStageSession(ended)
+                logger.notice("stage session left open by the previous run is closed",
+                              metadata: ["stage.arn": "\(stored.stageArn)", "session.id": "\(sessionId)"])
+            }
+            try await store.pruneStageSessions(endedBefore: now - Self.sessionRetentionSeconds)
+        } catch {
+            logger.error("cannot restore stage sessions", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: IngestAdmission
+
+    public nonisolated func admit(_ request: IngestAdmissionRequest, disconnect: @escaping @Sendable (String) -> Void,
+                                  decide: @escaping @Sendable (IngestAdmissionDecision) -> Void) {
+        if case .terminated = inboxContinuation.yield(.admit(request, disconnect: disconnect, decide: decide)) {
+            decide(.refused(.internalServerException, reason: "the server is shutting down"))
+        }
+    }
+
+    private func handle(_ message: Message) async {
+        switch message {
+        case .admit(let request, let disconnect, let decide):
+            decide(await admission(request, disconnect: disconnect))
+        case .failed(let publication, let error, let reason):
+            await publishFailed(publication, error: error, reason: reason)
+        case .ended(let publication, let reason):
+            await publicationEnded(publication, reason: reason)
+        }
+    }
+
+    private func admission(_ request: IngestAdmissionRequest, disconnect: @escaping @Sendable (String) -> Void) async
+        -> IngestAdmissionDecision {
+        var requestLogger = logger
+        requestLogger[metadataKey: "ingest.remote"] = "\(request.remoteAddress)"
+        guard let key = StreamKey(parsing: request.streamKey), key.account == arnContext.account, key.region == arnContext.region,
+              let arn = IVSARN(region: key.region, account: key.account, resourceType: .ingestConfiguration,
+                               resourceID: key.ingestConfigurationID)?.description else {
+            requestLogger.notice("publish refused: not a stream key of this server",
+                                 metadata: ["ingest.key.length": "\(request.streamKey.utf8.count)"])
+            return .refused(.invalidStreamKey, reason: "not a stream key of this server")
+        }
+        requestLogger[metadataKey: "ingest.key"] = "\(key.redacted)"
+        let stored: StoredIngestConfiguration?
+        do { stored = try await store.ingestConfiguration(arn: arn) } catch {
+            requestLogger.error("publish refused: the state store failed", metadata: ["error": "\(error)"])
+            return .refused(.internalServerException, reason: "state store unavailable")
+        }
+        guard let stored else { return refuse(.invalidStreamKey, "no ingest configuration \(arn)", logger: requestLogger) }
+        let config = stored.configuration
+        let userId = config.userId ?? ""
+        guard let storedKey = StreamKey(parsing: config.streamKey), Self.constantTimeEqual(storedKey.secret, key.secret) else {
+            return refuse(.invalidStreamKey, "wrong stream key for \(arn)", logger: requestLogger,
+                          stage: config.stageArn, participantId: config.participantId, userId: userId)
+        }
+        guard !config.stageArn.isEmpty else {
+            return refuse(.invalidStreamKey, "ingest configuration \(arn) has no stage", logger: requestLogger)
+        }
+        let stage: ResolvedStage?
+        do { stage = try await catalog.stage(arn: config.stageArn) } catch {
+            return .refused(.internalServerException, reason: "state store unavailable")
+        }
+        guard let stage else {
+            return refuse(.invalidStreamKey, "stage \(config.stageArn) of \(arn) does not exist", logger: requestLogger)
+        }
+        guard stage.sourcePath == nil else {
+            return refuse(.invalidStreamKey, "stage \(config.stageArn) is a recorded stage", logger: requestLogger,
+                          stage: config.stageArn, participantId: config.participantId, userId: userId)
+        }
+        if request.transport == .rtmp && !stored.insecureIngest {
+            return refuse(.invalidProtocol, "ingest configuration \(arn) requires RTMPS", logger: requestLogger,
+                          stage: config.stageArn, participantId: config.participantId, userId: userId)
+        }
+        if connections[arn] != nil {
+            return refuse(.reuseOfStreamKey, "the stream key of \(arn) is already publishing", logger: requestLogger,
+                          stage: config.stageArn, participantId: config.participantId, userId: userId)
+        }
+        let publishing = book.connectedCount(stageArn: config.stageArn)
+        guard publishing < configuration.quotas.publishersPerStage else {
+            return refuse(.quotaExceeded, "stage \(config.stageArn) has \(publishing) publishers, the quota is \(configuration.quotas.publishersPerStage)",
+                          logger: requestLogger, stage: config.stageArn, participantId: config.participantId, userId: userId)
+        }
+
+        let identity = LiveParticipantIdentity(participantId: config.participantId, userId: userId, attributes: config.attributes ?? [:])
+        let publisher = hub.join(stageArn: config.stageArn, identity: identity, disconnect: disconnect)
+        let publication = Publication(publisher: publisher, runtime: self)
+        connections[arn] = Connection(publication: publication, stageArn: config.stageArn, participantId: config.participantId,
+                                      ingestConfigurationArn: arn)
+        await apply(book.joinAndPublish(stageArn: config.stageArn, participantId: config.participantId, userId: userId,
+                                        attributes: config.attributes ?? [:], transport: request.transport.rawValue,
+                                        ingestConfigurationArn: arn, at: seconds()))
+        requestLogger.info("publisher joined the stage", metadata: ["stage.arn": "\(config.stageArn)",
+                                                                    "participant.id": "\(config.participantId)",
+                                                                    "ingest.transport": "\(request.transport.rawValue)"])
+        return .accepted(publication)
+    }
+
+    /// Logs a refusal and, when the key names a stage, tells the stage (Participant Publish Error).
+    private func refuse(_ error: IngestPublishError, _ reason: String, logger: Logger, stage: String? = nil,
+                        participantId: String? = nil, userId: String = "") -> IngestAdmissionDecision {
+        logger.notice("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
+        if let stage, !stage.isEmpty, let participantId {
+            let effects = book.refused(stageArn: stage, participantId: participantId, userId: userId, errorCode: error.rawValue)
+            Task { await self.apply(effects) }
+        }
+        return .refused(error, reason: reason)
+    }
+
+    private func publishFailed(_ publication: Publication, error: IngestPublishError, reason: String) async {
+        guard let connection = connections.values.first(where: { $0.publication === publication }) else { return }
+        logger.warning("publisher broke a rule; disconnecting", metadata: [
+            "stage.arn": "\(connection.stageArn)", "participant.id": "\(connection.participantId)",
+            "error.code": "\(error.rawValue)", "reason": "\(reason)"])
+        await apply(book.publishError(stageArn: connection.stageArn, participantId: connection.participantId,
+                                      errorCode: error.rawValue, at: seconds()))
+    }
+
+    private func publicationEnded(_ publication: Publication, reason: String) async {
+        guard let (arn, connection) = connections.first(where: { $0.value.publication === publication }) else { return }
+        connections[arn] = nil
+        publication.publisher.leave()
+        await apply(book.leave(stageArn: connection.stageArn, participantId: connection.participantId, at: seconds()))
+        logger.info("publisher left the stage", metadata: ["stage.arn": "\(connection.stageArn)",
+                                                           "participant.id": "\(connection.participantId)", "reason": "\(reason)"])
+    }
+
+    /// Persists, then publishes, in order.
+    private func apply(_ effects: [StageSessionEffect]) async {
+        for effect in effects {
+            do {
+                switch effect {
+                case .saveSession(let record):
+                    try await store.putStageSession(StoredStageSession(stageArn: record.stageArn, session: StageSession(
+                        sessionId: record.sessionId, startTime: APITimestamp(secondsSince1970: record.startTime),
+                        endTime: record.endTime.map { APITimestamp(secondsSince1970: $0) })))
+                case .saveParticipant(let p):
+                    try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: Participant(
+                        participantId: p.participantId, userId: p.userId, state: p.isConnected ? .connected : .disconnected,
+                        firstJoinTime: APITimestamp(secondsSince1970: p.firstJoinTime), attributes: p.attributes,
+                        published: p.hasPublished, protocol: ParticipantProtocol(rawValue: p.transport) ?? .unknown,
+                        ingestConfigurationArn: p.ingestConfigurationArn)))
+                case .appendEvent(let stageArn, let sessionId, let event):
+                    try await store.appendParticipantEvent(stageArn: stageArn, sessionId: sessionId, ParticipantEvent(
+                        name: APIModels.ParticipantEventName(rawValue: event.name.rawValue), participantId: event.participantId,
+                        eventTime: APITimestamp(secondsSince1970: event.time),
+                        errorCode: event.errorCode.flatMap(EventErrorCode.init(rawValue:))))
+                case .notify(let notification):
+                    await events.publish(stageUpdate(notification))
+                }
+            } catch {
+                logger.error("stage state could not be persisted", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func stageUpdate(_ notification: StageNotification) -> IVSEvent {
+        switch notification {
+        case .published(let stage, let session, let user, let participant):
+            builder.stageUpdate(.participantPublished, stageArn: stage, sessionId: session, userId: user, participantId: participant)
+        case .unpublished(let stage, let session, let user, let participant):
+            builder.stageUpdate(.participantUnpublished, stageArn: stage, sessionId: session, userId: user, participantId: participant)
+        case .publishError(let stage, let session, let user, let participant, let code):
+            builder.stageUpdate(.participantPublishError, stageArn: stage, sessionId: session, userId: user,
+                                participantId: participant, errorCode: code)
+        }
+    }
+
+    // MARK: For the control plane
+
+    /// Whether the ingest configuration is publishing now (its `state`).
+    public func isPublishing(ingestConfigurationArn arn: String) -> Bool { connections[arn] != nil }
+
+    /// The stage's current session ID, if anyone is on it.
+    public func activeSessionId(stageArn: String) -> String? { book.activeSession(stageArn: stageArn) }
+
+    /// Closes a publisher's connection (DisconnectParticipant, forced deletes, deleted stages).
+    /// False when that participant is not connected.
+    @discardableResult
+    public func disconnect(stageArn: String, participantId: String, reason: String) -> Bool {
+        guard book.isConnected(stageArn: stageArn, participantId: participantId) else { return false }
+        return hub.disconnect(stageArn: stageArn, participantId: participantId, reason: reason)
+    }
+
+    /// Disconnects every publisher of an ingest configuration (forced delete).
+    public func disconnect(ingestConfigurationArn arn: String, reason: String) {
+        guard let connection = connections[arn] else { return }
+        hub.disconnect(stageArn: connection.stageArn, participantId: connection.participantId, reason: reason)
+    }
+
+    /// Disconnects everyone on a stage (DeleteStage).
+    public func disconnectAll(stageArn: String, reason: String) {
+        for connection in connections.values where connection.stageArn == stageArn {
+            hub.disconnect(stageArn: stageArn, participantId: connection.participantId, reason: reason)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func seconds() -> Int64 { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+
+    /// Compares secrets without an early exit, so timing says nothing about how much matched.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for index in 0..<max(x.count, y.count) {
+            difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0xFF)
+        }
+        return difference == 0
+    }
+
+    fileprivate nonisolated func report(_ message: Message) {
+        inboxContinuation.yield(message)
+    }
+
+    /// An admitted publisher, as the ingest connection holds it.
+    final class Publication: IngestPublication, @unchecked Sendable {
+        let publisher: LivePublisher
+        private weak var runtime: StageRuntime?
+        private let didEnd = Atomic<Bool>(false)
+
+        init(publisher: LivePublisher, runtime: StageRuntime) {
+            self.publisher = publisher
+            self.runtime = runtime
+        }
+
+        func failed(_ error: IngestPublishError, reason: String) {
+            runtime?.report(.failed(self, error, reason: reason))
+        }
+
+        func ended(reason: String) {
+            guard !didEnd.exchange(true, ordering: .relaxed) else { return }
+            if let runtime {
+                runtime.report(.ended(self, reason: reason))
+            } else {
+                publisher.leave()
+            }
+        }
+    }
+}
