@@ -20,6 +20,12 @@ public struct LiveTimestampMapper: Sendable {
     public let maxSlewPPM: Int64
     /// A change of the offset estimate beyond this is a discontinuity (µs).
     public let discontinuityThreshold: Int64
+    /// For this long after the first packet the offset follows the least-delayed packet at
+    /// once: a connection's first packets are often late (handshakes, encoder start-up), and
+    /// slewing away from them would take many seconds. A jump while a publisher appears is
+    /// not noticed; later ones would be.
+    public let settling: Int64
+    private var firstArrival: Int64 = 0
 
     /// Presentation time = media time + offset + latency.
     public private(set) var offset: Int64?
@@ -31,7 +37,8 @@ public struct LiveTimestampMapper: Sendable {
     public private(set) var discontinuities = 0
 
     public init(latency: Int64, window: Int64 = 5_000_000, maxSlewPPM: Int64 = 5_000,
-                discontinuityThreshold: Int64 = 1_000_000) {
+                discontinuityThreshold: Int64 = 1_000_000, settling: Int64 = 2_000_000) {
+        self.settling = settling
         self.latency = latency
         self.window = window
         self.maxSlewPPM = maxSlewPPM
@@ -61,6 +68,10 @@ public struct LiveTimestampMapper: Sendable {
             windowStart = arrival
         }
         currentMinimum = min(currentMinimum, sample)
+        if arrival - firstArrival < settling, sample < current {
+            current = sample
+            previousMinimum = min(previousMinimum, sample)
+        }
         let target = min(previousMinimum, currentMinimum)
         let elapsed = max(0, arrival - lastArrival)
         let step = elapsed * maxSlewPPM / 1_000_000
@@ -77,6 +88,7 @@ public struct LiveTimestampMapper: Sendable {
 
     private mutating func start(sample: Int64, arrival: Int64) {
         offset = sample
+        firstArrival = arrival
         windowStart = arrival
         currentMinimum = sample
         previousMinimum = sample

@@ -74,13 +74,26 @@ struct LiveTimestampMapperTests {
         #expect(slow.min < -900_000 && slow.discontinuities > 0)
     }
 
-    @Test("a late first packet is corrected toward the least-delayed ones, at a bounded slew")
-    func lateFirstPacket() {
+    @Test("late first packets: the offset drops to the least-delayed packet at once while the publisher settles")
+    func lateFirstPacketsSettle() {
         var mapper = LiveTimestampMapper(latency: 200_000)
-        // The first packet took 80 ms longer than every later one.
+        // The first packets took 80 ms longer than every later one (handshake, encoder start).
         _ = mapper.presentationTime(mediaTime: 0, arrival: 1_080_000)
+        _ = mapper.presentationTime(mediaTime: 20_000, arrival: 1_090_000)
+        #expect(mapper.presentationTime(mediaTime: 40_000, arrival: 1_040_000) == 1_240_000)
+        #expect(mapper.offset == 1_000_000)
+    }
+
+    @Test("after settling, a lower offset is approached at a bounded slew (0.5 %)")
+    func slewAfterSettling() {
+        var mapper = LiveTimestampMapper(latency: 200_000)
+        for i in 0..<200 {
+            let media = Int64(i) * 20_000
+            _ = mapper.presentationTime(mediaTime: media, arrival: 1_080_000 + media)
+        }
+        // 4 s in, the network path gets 80 ms faster for good.
         var previous: Int64?
-        for i in 1..<2_000 {
+        for i in 200..<2_000 {
             let media = Int64(i) * 20_000
             let presented = mapper.presentationTime(mediaTime: media, arrival: 1_000_000 + media)
             if let previous {
@@ -90,6 +103,7 @@ struct LiveTimestampMapperTests {
             previous = presented
         }
         #expect(mapper.offset == 1_000_000)
+        #expect(mapper.discontinuities == 0)
     }
 
     @Test("a jump of the publisher's timestamps re-anchors at once")
