@@ -16,7 +16,8 @@ public struct LiveTimestampMapper: Sendable {
     public let latency: Int64
     /// Length of one minimum-tracking window (µs of arrival time).
     public let window: Int64
-    /// Largest offset change per µs of arrival time, in parts per million (5 000 = 0.5 %).
+    /// Largest offset change per µs of arrival time, in parts per million (1 000 = 0.1 %):
+    /// several times the worst clock drift, and slow enough for audio to follow by resampling.
     public let maxSlewPPM: Int64
     /// A change of the offset estimate beyond this is a discontinuity (µs).
     public let discontinuityThreshold: Int64
@@ -36,7 +37,7 @@ public struct LiveTimestampMapper: Sendable {
     private var lastMediaTime: Int64?
     public private(set) var discontinuities = 0
 
-    public init(latency: Int64, window: Int64 = 5_000_000, maxSlewPPM: Int64 = 5_000,
+    public init(latency: Int64, window: Int64 = 5_000_000, maxSlewPPM: Int64 = 1_000,
                 discontinuityThreshold: Int64 = 1_000_000, settling: Int64 = 2_000_000) {
         self.settling = settling
         self.latency = latency

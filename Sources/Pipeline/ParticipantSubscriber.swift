@@ -323,10 +323,10 @@ public final class ParticipantSubscriber {
             let error = position - expected
             if source.isLive {
                 // A live publisher's clock drifts against ours, and its timestamps slew with
-                // the arrival mapping: stay contiguous and stretch or squeeze the sound to
-                // follow small errors; jump only on a large one (over 20 ms: a discontinuity,
-                // or the publisher's timeline settling in its first seconds).
-                if abs(error) <= Int64(mixRate / 50) {
+                // the arrival mapping (≤ 0.1 %): stay contiguous and stretch or squeeze the
+                // sound to follow small errors; jump on a larger one (over 10 ms: the
+                // publisher's timeline settling in its first seconds, or a discontinuity).
+                if abs(error) <= Int64(mixRate / 100) {
                     position = expected
                     followDrift(error: error)
                 }
@@ -340,14 +340,14 @@ public final class ParticipantSubscriber {
     }
 
     /// Asks the resampler to absorb `error` samples (positive: the audio is due later than
-    /// contiguous playback would put it) over the next two seconds: a rate change of at most
-    /// 1 % (for the largest error kept, 20 ms), typically far less. Errors within 2 ms are
-    /// left alone: RTMP timestamps are whole milliseconds, so an AAC frame's position wobbles
-    /// by up to ±0.5 ms.
+    /// contiguous playback would put it) over the next second: a rate change of at most 1 %
+    /// (for the largest error kept, 10 ms), and about 0.1 % while following a slewing clock.
+    /// Errors within 2 ms are left alone: RTMP timestamps are whole milliseconds, so an AAC
+    /// frame's position wobbles by up to ±0.5 ms.
     private func followDrift(error: Int64) {
         let threshold = Int64(mixRate / 500)
         if abs(error) > threshold {
-            try? resampler.compensate(samples: Int(error), over: mixRate * 2)
+            try? resampler.compensate(samples: Int(error), over: mixRate)
             compensating = true
         } else if compensating {
             try? resampler.compensate(samples: 0, over: mixRate)

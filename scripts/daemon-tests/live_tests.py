@@ -249,28 +249,43 @@ def test_three_publishers_compose_and_stop(d):
                         {"channel": {"channelArn": CHANNEL_ARN, "encoderConfigurationArn": enc}}]
         composition = d.cli("start-composition", "--stage-arn", arn_stage, "--destinations", json.dumps(destinations),
                             "--layout", json.dumps({"grid": {"gridGap": 0}}))["composition"]
+        # The composition's time zero: red is already publishing, so it starts at once.
+        t0 = time.time()
         arn = composition["arn"]
         check(wait_state(d, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
-        t0 = time.time()
+        session = session_id(d, arn_stage)
+        # When each change really happened (composition time), as the API saw it.
+        changes = []
 
         def at(seconds):
             delay = t0 + seconds - time.time()
             if delay > 0:
                 time.sleep(delay)
 
+        def joined(config, label):
+            wait_participant(d, arn_stage, session, config["participantId"], "CONNECTED", timeout=15)
+            changes.append((time.time() - t0, label))
+
         at(3)
         publishers.append(Publisher(publish_url(stage, green, True), "green", 660, d.workdir, "green"))
+        joined(green, "green joined")
         at(6)
         publishers.append(Publisher(publish_url(stage, blue, False), "blue", 880, d.workdir, "blue"))
+        joined(blue, "blue joined")
         at(10)
+        left_from = time.time() - t0
         publishers[1].stop()  # green unpublishes
+        wait_participant(d, arn_stage, session, green["participantId"], "DISCONNECTED", timeout=10)
+        changes.append((left_from, "green left"))
         at(13)
-        session = session_id(d, arn_stage)
-        killed_at = time.time()
+        killed_at = time.time() - t0
         publishers[2].kill()  # blue dies
         left_after = wait_participant(d, arn_stage, session, blue["participantId"], "DISCONNECTED", timeout=10)
         check(left_after <= 1.5, f"a killed publisher is LEFT within 1.5 s, took {left_after:.2f}s")
+        print(f"killed publisher LEFT after {left_after * 1000:.0f} ms")
+        changes.append((killed_at, "blue killed"))
         at(16)
+        changes.append((time.time() - t0, "red left"))
         publishers[0].stop()  # the last one leaves: the idle timeout starts
         stopped_at = time.time()
         check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=30) == "STOPPED", "composition stops by itself")
@@ -305,13 +320,23 @@ def test_three_publishers_compose_and_stop(d):
             p.kill()
         nginx.stop()
 
-    # What the composite shows, from both outputs. Phases are in composition time (t0 ~ 0),
-    # with a margin for ffmpeg's start-up and the latency.
-    phases = [(0.8, 2.8, [("red", 440)]),
-              (4.3, 5.8, [("red", 440), ("green", 660)]),
-              (7.5, 9.8, [("red", 440), ("green", 660), ("blue", 880)]),
-              (11.0, 12.8, [("red", 440), ("blue", 880)]),
-              (14.0, 15.8, [("red", 440)])]
+    # What the composite shows, from both outputs, between the changes as the API saw them:
+    # from 0.8 s after one change (ffmpeg's first frames, the 200 ms latency, an API poll)
+    # to 0.3 s before the next.
+    print("changes (composition time):", ", ".join(f"{label} {at:.2f}s" for at, label in changes))
+    present = [("red", 440)]
+    phases = []
+    previous = 0.0
+    membership = {"green joined": ("add", ("green", 660)), "blue joined": ("add", ("blue", 880)),
+                  "green left": ("remove", ("green", 660)), "blue killed": ("remove", ("blue", 880)),
+                  "red left": ("remove", ("red", 440))}
+    for at, label in changes:
+        if at - previous > 1.4:
+            phases.append((previous + 0.8, at - 0.3, list(present)))
+        kind, who = membership[label]
+        present = present + [who] if kind == "add" else [p for p in present if p != who]
+        previous = at
+    check(len(phases) == 5, f"phases: {phases}")
     playlist = recording_playlist(d, final)
     check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
     flv = nginx.recording("composite")
