@@ -21,7 +21,11 @@ public struct RTMPConnectionPolicy: Sendable {
     /// Bits per second averaged over 5 s above which a publisher is disconnected.
     public var maxBitrate: Int64
 
-    public init(limits: RTMPSessionLimits = RTMPSessionLimits(), publishDeadline: TimeAmount = .seconds(10),
+    /// An ingest server takes messages up to 8 MiB: a 1080p keyframe at the maximum bitrate
+    /// is well under that.
+    public static let defaultLimits = RTMPSessionLimits(chunk: RTMPChunkLimits(maxMessageLength: 8 << 20))
+
+    public init(limits: RTMPSessionLimits = RTMPConnectionPolicy.defaultLimits, publishDeadline: TimeAmount = .seconds(10),
                 maxBitrate: Int64 = 8_500_000) {
         self.limits = limits
         self.publishDeadline = publishDeadline
