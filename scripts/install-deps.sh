@@ -9,7 +9,11 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   # systemd: systemd-analyze for the unit tests (OpsTests).
-  packages+=(nginx libnginx-mod-rtmp systemd)
+  # GStreamer: rtmp2sink, a second RTMP publisher independent of FFmpeg (live ingest tests).
+  # python3-numpy: measuring composites (tones, onsets) in scripts/daemon-tests.
+  packages+=(nginx libnginx-mod-rtmp systemd
+             gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+             gstreamer1.0-plugins-ugly)
 fi
 
 missing=()
@@ -29,6 +33,11 @@ if [[ "${1:-}" == "--test" ]]; then
   if ! command -v aws >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
     echo "installing: awscli boto3 (pip)"
     python3 -m pip install -q awscli boto3
+  fi
+  # The live tests measure composites with numpy.
+  if ! python3 -c "import numpy" 2>/dev/null; then
+    echo "installing: numpy (pip)"
+    python3 -m pip install -q numpy
   fi
   # S3StorageTests run against moto_server (a local S3 that checks SigV4 signatures).
   if ! command -v moto_server >/dev/null || ! python3 -c "import moto.server, flask" 2>/dev/null; then

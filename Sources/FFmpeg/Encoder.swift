@@ -116,6 +116,13 @@ public final class Encoder {
 
     deinit { avcodec_free_context(&context) }
 
+    /// The encoder's configuration record (SPS/PPS as avcC, AudioSpecificConfig), so its
+    /// output can be decoded or muxed elsewhere.
+    public var extradata: [UInt8] {
+        guard let data = context?.pointee.extradata, let size = context?.pointee.extradata_size, size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(size)))
+    }
+
     /// Samples per audio frame the encoder expects (1024 for AAC); 0 for video.
     public var frameSize: Int { Int(context!.pointee.frame_size) }
 

@@ -28,6 +28,12 @@ final class RecordedPublisherMedia: @unchecked Sendable {
 
     /// An FLV (H.264 + AAC) of a flat colour and a tone, `seconds` long, made by ffmpeg.
     static func make(colour: String, tone: Int, seconds: Int, size: String = "320x240", bframes: Int = 0) throws -> RecordedPublisherMedia {
+        try make(videoSource: "color=c=\(colour):size=\(size):rate=30", audioSource: "sine=frequency=\(tone):sample_rate=44100",
+                 seconds: seconds, bframes: bframes)
+    }
+
+    /// An FLV (H.264 + AAC) of two lavfi sources, made by ffmpeg and demuxed into memory.
+    static func make(videoSource: String, audioSource: String, seconds: Int, bframes: Int) throws -> RecordedPublisherMedia {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("live-media-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -35,8 +41,7 @@ final class RecordedPublisherMedia: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         process.arguments = ["-hide_banner", "-loglevel", "error", "-y",
-                             "-f", "lavfi", "-i", "color=c=\(colour):size=\(size):rate=30",
-                             "-f", "lavfi", "-i", "sine=frequency=\(tone):sample_rate=44100",
+                             "-f", "lavfi", "-i", videoSource, "-f", "lavfi", "-i", audioSource,
                              "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-bf", "\(bframes)",
                              "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-f", "flv", file]
         try process.run()

@@ -1,0 +1,184 @@
+// A/V sync of a live publisher over ten minutes, in virtual time: a picture that flashes
+// white and a 1 kHz beep at the same instants, once a second, pushed through LivePublisher
+// with a clock running 500 ppm fast (300 ms over the run) and network jitter, composed by the
+// real pipeline. The composite's video (canvas luma) and audio (the AAC output, decoded) must
+// flash and beep within 40 ms of each other at the start and at the end.
+import Foundation
+@testable import FFmpeg
+import Layout
+@testable import LiveStage
+import Logging
+import MediaCore
+import Pipeline
+import Testing
+
+/// Decodes the composition's AAC output back to mono samples placed by their timestamps.
+final class AudioCapture: PacketSink {
+    let name = "audio capture"
+    private var decoder: Decoder?
+    private let decoded = Frame()
+    private let resampler = Resampler()
+    private let left = UnsafeMutablePointer<Float>.allocate(capacity: 8192)
+    private let right = UnsafeMutablePointer<Float>.allocate(capacity: 8192)
+    /// 48 kHz mono, index = sample position of the composition's audio.
+    private(set) var samples: [Float] = []
+
+    deinit {
+        left.deallocate()
+        right.deallocate()
+    }
+
+    func start(video: Encoder, audio: Encoder) throws(PipelineError) {
+        do {
+            let parameters = try CodecParameters(CodecConfiguration(codec: .aac, extradata: audio.extradata, sampleRate: 48_000, channelCount: 2))
+            decoder = try Decoder(parameters: parameters, stream: StreamInfo(index: 0, type: .audio, codecName: "aac",
+                                                                             timeBase: Rational(1, 48_000)))
+        } catch {
+            throw .output("capture: \(error)")
+        }
+    }
+
+    func write(_ packet: Packet, media: MediaType) throws(PipelineError) {
+        guard media == .audio, let decoder else { return }
+        let copy = packet.reference()
+        do {
+            _ = try decoder.send(copy)
+            while try decoder.receive(into: decoded) == .frame {
+                let pts = decoded.pts
+                let count = try resampler.convert(decoded, left: left, right: right, capacity: 8192)
+                guard pts >= 0 else { continue }
+                let end = Int(pts) + count
+                if samples.count < end { samples.append(contentsOf: repeatElement(0, count: end - samples.count)) }
+                for i in 0..<count { samples[Int(pts) + i] = left[i] }
+            }
+        } catch {
+            throw .output("capture: \(error)")
+        }
+    }
+
+    func finish(failure: String?) throws(PipelineError) {}
+}
+
+@Suite(.serialized)
+struct LiveAVSyncTests {
+    @Test("flash and beep stay within 40 ms over 10 minutes of a drifting, jittery publisher")
+    func tenMinutes() throws {
+        let media = try RecordedPublisherMedia.makeFlashAndBeep(seconds: 10)
+        let clock = ManualMediaClock(start: .seconds(100))
+        let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: 200_000))
+        var logger = Logger(label: "av-sync")
+        logger.logLevel = .warning
+        let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/AVSync"
+        let source = LiveStageSource(hub: hub, stageArn: stageArn, logger: logger)
+        let probe = CanvasProbe(points: [(80, 45)])
+        let capture = AudioCapture()
+        let minutes: Int64 = 10
+        let video = VideoEncoderSettings(width: 160, height: 90, frameRate: Rational(30, 1), bitrate: 200_000,
+                                         keyframeInterval: 60, preset: "ultrafast")
+        let settings = CompositionSettings(video: video, layout: GridLayout(configuration: GridConfiguration(gridGap: 0)),
+                                           duration: .seconds(minutes * 60))
+        let session = try CompositionSession(source: source, settings: settings, sinks: [probe, capture], logger: logger)
+        let publisher = LoopingPublisher(media: media, loopLength: 10_000_000,
+                                         identity: LiveParticipantIdentity(participantId: "flash", userId: "flash", attributes: [:]),
+                                         ppm: 500, seed: 3)
+        let origin = source.startClock()
+        var pacer = SimulationPacer(base: source.makePacer(), clock: clock) { now in
+            publisher.advance(to: now - origin, hub: hub, stageArn: stageArn)
+        }
+        _ = try session.run(pacer: &pacer)
+
+        // Flash onsets: the first frame of each run of bright frames (30 fps ticks). The output
+        // frame grid quantizes them: a flash shows on the first tick at or after it is due, so
+        // the beep leads by 0 to 33 ms; drift would add to that.
+        var flashes: [Double] = []
+        // (From 0.5 s: before the first picture the tile shows camera-off, whose label is white.)
+        for tick in 15..<probe.samples.count where probe.samples[tick][0].y > 128 && probe.samples[tick - 1][0].y <= 128 {
+            flashes.append(Double(tick) / 30)
+        }
+        // Beep onsets: where the 1 ms RMS envelope rises through 0.1.
+        var beeps: [Double] = []
+        let step = 48
+        var previous: Float = 0
+        for block in 0..<(capture.samples.count / step) {
+            var sum: Float = 0
+            for i in 0..<step { sum += capture.samples[block * step + i] * capture.samples[block * step + i] }
+            let rms = (sum / Float(step)).squareRoot()
+            let t = Double(block) / 1000
+            if previous < 0.1, rms >= 0.1, beeps.last.map({ t - $0 > 0.5 }) ?? true { beeps.append(t) }
+            previous = rms
+        }
+        var offsets: [Double] = []
+        for flash in flashes {
+            if let beep = beeps.min(by: { abs($0 - flash) < abs($1 - flash) }), abs(beep - flash) < 0.4 {
+                offsets.append(beep - flash)
+            }
+        }
+        #expect(offsets.count >= Int(minutes) * 60 - 3, "matched \(offsets.count) flashes of \(flashes.count), \(beeps.count) beeps")
+        let first = Array(offsets.prefix(10)), last = Array(offsets.suffix(10))
+        print("A/V offset (audio - video), first: \(first.map { Int(($0 * 1000).rounded()) }) ms, after \(minutes) min: \(last.map { Int(($0 * 1000).rounded()) }) ms")
+        #expect(first.allSatisfy { abs($0) <= 0.040 }, "start: \(first)")
+        #expect(last.allSatisfy { abs($0) <= 0.040 }, "end: \(last)")
+        // The drift was real: the publisher's 10 minutes took 300 ms less of our time, and
+        // nothing piled up or ran dry.
+        #expect(publisher.pushedPackets > Int(minutes) * 60 * 70)
+    }
+}
+
+extension RecordedPublisherMedia {
+    /// Black with a white flash and silence with a 1 kHz beep, both during the first 100 ms
+    /// of every second.
+    static func makeFlashAndBeep(seconds: Int) throws -> RecordedPublisherMedia {
+        try make(videoSource: "color=c=black:size=160x120:rate=30,drawbox=x=0:y=0:w=iw:h=ih:color=white:t=fill:enable='lt(mod(t\\,1)\\,0.1)'",
+                 audioSource: "aevalsrc='if(lt(mod(t\\,1)\\,0.1)\\,0.5*sin(2*PI*1000*t)\\,0)':s=48000", seconds: seconds, bframes: 0)
+    }
+}
+
+/// Pushes recorded media in a loop, as a publisher whose clock runs `ppm` fast: its media
+/// time m arrives at our m × (1 − ppm/10⁶), plus 10–60 ms of seeded network delay.
+final class LoopingPublisher {
+    let media: RecordedPublisherMedia
+    let identity: LiveParticipantIdentity
+    let ppm: Int64
+    private var generator: UInt64
+    private var publisher: LivePublisher?
+    private var index = 0
+    private var loop: Int64 = 0
+    private(set) var pushedPackets = 0
+    private let loopLength: Int64
+
+    /// - Parameter loopLength: the media's length (µs); its packets beyond are not sent.
+    init(media: RecordedPublisherMedia, loopLength: Int64, identity: LiveParticipantIdentity, ppm: Int64, seed: UInt64) {
+        self.media = RecordedPublisherMedia(video: media.video, audio: media.audio,
+                                            items: media.items.filter { $0.dts < loopLength })
+        self.loopLength = loopLength
+        self.identity = identity
+        self.ppm = ppm
+        generator = seed
+    }
+
+    private func jitter() -> Int64 {
+        generator = generator &* 6364136223846793005 &+ 1442695040888963407
+        return 10_000 + Int64((generator >> 33) % 50_000)
+    }
+
+    func advance(to now: Int64, hub: LiveStageHub, stageArn: String) {
+        if publisher == nil {
+            let joined = hub.join(stageArn: stageArn, identity: identity)
+            joined.announce(media.video)
+            joined.announce(media.audio)
+            publisher = joined
+        }
+        guard let publisher else { return }
+        while true {
+            if index == media.items.count { index = 0; loop += 1 }
+            let item = media.items[index]
+            let mediaTime = loop * loopLength + item.dts
+            let arrival = mediaTime - mediaTime * ppm / 1_000_000 + jitter()
+            guard arrival <= now else { return }
+            publisher.push(item.type, data: item.data, timestamp: mediaTime, compositionOffset: item.pts - item.dts,
+                           isKeyframe: item.isKeyframe)
+            pushedPackets += 1
+            index += 1
+        }
+    }
+}
