@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
 
-.PHONY: deps test-deps build release demo test bench clean
+.PHONY: deps test-deps build release demo live-demo test bench bench-live fuzz-rtmp clean
 
 deps:
 	@scripts/install-deps.sh
@@ -22,6 +22,12 @@ demo: release
 	@rm -rf $(DEMO_OUT)
 	@.build/release/stage-compositor compose --stage $(DEMO_STAGE) --layout grid --encoder 1280x720@30:2500000 --out $(DEMO_OUT)
 
+## A live stage: three ffmpeg publishers (RTMP and RTMPS) composed into an HLS recording;
+## prints the command to watch it. LIVE_DEMO_SECONDS=0 runs until Ctrl-C.
+LIVE_DEMO_SECONDS ?= 0
+live-demo: release
+	@scripts/live-demo.sh --seconds $(LIVE_DEMO_SECONDS)
+
 ## The whole test suite (unit, end-to-end with ffprobe/ffmpeg, daemon, RTMP).
 test: test-deps
 	$(SWIFT) build
@@ -30,6 +36,13 @@ test: test-deps
 ## Benchmark against an equivalent ffmpeg command line (release build).
 bench: release
 	benchmarks/run.sh
+
+## Fuzz the RTMP parsers with libFuzzer for FUZZ_SECONDS (corpus: Tests/RTMPTests/Corpus).
+FUZZ_SECONDS ?= 60
+fuzz-rtmp:
+	$(SWIFT) build -c release --product RTMPFuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING --scratch-path .build-fuzz
+	@mkdir -p .build-fuzz/corpus
+	.build-fuzz/release/RTMPFuzz .build-fuzz/corpus Tests/RTMPTests/Corpus -max_len=65536 -max_total_time=$(FUZZ_SECONDS)
 
 clean:
 	rm -rf .build out

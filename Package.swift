@@ -154,6 +154,8 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Helpers shared by the test targets (threads for blocking work ...).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
@@ -163,7 +165,7 @@ let package = Package(
         // S3Storage against moto_server on loopback, scripted failing servers, and a real composition.
         .testTarget(
             name: "S3StorageTests",
-            dependencies: ["Storage", "Auth", "Destinations", "Pipeline", "Stages", "HLS", "Layout", "MediaCore",
+            dependencies: ["Storage", "Auth", "Destinations", "Pipeline", "Stages", "HLS", "Layout", "MediaCore", "TestSupport",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
@@ -176,7 +178,7 @@ let package = Package(
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"], exclude: ["Corpus"]),
-        .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore",
+        .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(
@@ -200,6 +202,6 @@ let package = Package(
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),
                                                         .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage", "TestSupport"]),
     ]
 )

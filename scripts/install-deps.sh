@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  pkg-config ffmpeg
+  pkg-config ffmpeg curl
   libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libopus-dev
 )
 if [[ "${1:-}" == "--test" ]]; then

@@ -122,7 +122,11 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         logger.notice("shutting down: stopping running compositions", metadata: ["count": "\(running.count)"])
         for arn in running { await apply(.stopRequested, to: arn) }
         let deadline = ContinuousClock.now + .milliseconds(Int64(configuration.lifecycle.shutdownGraceSeconds * 1000))
-        while ContinuousClock.now < deadline, entries.values.contains(where: { !$0.isTerminal || $0.handle != nil }) {
+        // Until every composition has ended and its final state is persisted and published:
+        // the caller cancels the inbox task next, and a write cancelled halfway would leave a
+        // STOPPED composition stored as running.
+        while ContinuousClock.now < deadline,
+              entries.values.contains(where: { !$0.isTerminal || $0.handle != nil }) || flushing || !dirty.isEmpty || !outbox.isEmpty {
             try? await Task.sleep(for: .milliseconds(50))
         }
         for entry in entries.values where !entry.isTerminal {

@@ -10,7 +10,9 @@ import Layout
 import Logging
 import MediaCore
 import Pipeline
+import Synchronization
 import Testing
+import TestSupport
 
 /// One participant's media, demuxed once and kept in memory.
 final class RecordedPublisherMedia: @unchecked Sendable {
@@ -75,7 +77,7 @@ final class RecordedPublisherMedia: @unchecked Sendable {
 
 /// Plays recorded media into a LivePublisher as the virtual clock passes each packet's
 /// arrival time: `joinAt` + its timestamp (+ `delay(i)` of network delay).
-final class SimulatedPublisher {
+final class SimulatedPublisher: @unchecked Sendable {
     let media: RecordedPublisherMedia
     let joinAt: Int64
     let leaveAt: Int64?
@@ -140,7 +142,7 @@ struct SimulationPacer: Pacer {
 }
 
 /// Records the canvas colour at chosen points of each output frame, and audio packets.
-final class CanvasProbe: PacketSink {
+final class CanvasProbe: PacketSink, @unchecked Sendable {
     let name = "probe"
     let points: [(x: Int, y: Int)]
     /// samples[tick][point] = (Y, U, V)
@@ -168,12 +170,31 @@ enum CanvasColour {
     static func isBackground(_ p: (y: UInt8, u: UInt8, v: UInt8)) -> Bool { p.y < 40 && abs(Int(p.u) - 128) < 8 && abs(Int(p.v) - 128) < 8 }
 }
 
+/// Makes publisher media with the ffmpeg CLI, off the concurrency pool.
+func media(colour: String, tone: Int, seconds: Int, bframes: Int = 0) async throws -> RecordedPublisherMedia {
+    try await onThread { try RecordedPublisherMedia.make(colour: colour, tone: tone, seconds: seconds, bframes: bframes) }
+}
+
 @Suite(.serialized)
 struct LiveCompositionTests {
     let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/LiveTest"
 
+    /// Runs the composition on its own thread (never on the concurrency pool, see onThread).
     func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000,
-             points: [(x: Int, y: Int)], observe: @escaping (SessionEvent) -> Void = { _ in }) throws -> (CanvasProbe, CompositionResult, LiveStageHub) {
+             points: [(x: Int, y: Int)], observe: @escaping @Sendable (SessionEvent) -> Void = { _ in }) async throws
+        -> (CanvasProbe, CompositionResult) {
+        let stageArn = self.stageArn
+        let points = points.map { Point(x: $0.x, y: $0.y) }
+        return try await onThread {
+            try Self.compose(stageArn: stageArn, publishers: publishers, seconds: seconds, latency: latency,
+                             points: points.map { ($0.x, $0.y) }, observe: observe)
+        }
+    }
+
+    struct Point: Sendable { var x: Int, y: Int }
+
+    static func compose(stageArn: String, publishers: [SimulatedPublisher], seconds: Int64, latency: Int64,
+                        points: [(x: Int, y: Int)], observe: @escaping (SessionEvent) -> Void) throws -> (CanvasProbe, CompositionResult) {
         let clock = ManualMediaClock(start: .seconds(100))
         let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: latency))
         var logger = Logger(label: "live-test")
@@ -190,14 +211,14 @@ struct LiveCompositionTests {
             for publisher in publishers { publisher.advance(to: now - origin, hub: hub, stageArn: stageArn) }
         }
         let result = try session.run(pacer: &pacer)
-        return (probe, result, hub)
+        return (probe, result)
     }
 
     @Test("a live publisher's colour fills the canvas once its media is due, and its audio is mixed")
-    func onePublisher() throws {
-        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 3)
+    func onePublisher() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 3)
         let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
-        let (probe, result, _) = try run(publishers: [publisher], seconds: 3, points: [(160, 90)])
+        let (probe, result) = try await run(publishers: [publisher], seconds: 3, points: [(160, 90)])
         #expect(result.frames == 90)
         // Before the first frame is due (latency 200 ms + 20 ms transit) the canvas is empty.
         #expect(CanvasColour.isBackground(probe.samples[0][0]))
@@ -209,15 +230,16 @@ struct LiveCompositionTests {
     }
 
     @Test("publishers joining and leaving re-flow the tiles on the next frame")
-    func joinAndLeave() throws {
-        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 4)
-        let blue = try RecordedPublisherMedia.make(colour: "blue", tone: 880, seconds: 4)
+    func joinAndLeave() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 4)
+        let blue = try await media(colour: "blue", tone: 880, seconds: 4)
         let first = SimulatedPublisher(media: red, id: "red", joinAt: 0)
         let second = SimulatedPublisher(media: blue, id: "blue", joinAt: 1_000_000, leaveAt: 2_500_000)
-        var changes: [(Int, Int64)] = []
-        let (probe, _, _) = try run(publishers: [first, second], seconds: 4, points: [(80, 90), (240, 90), (160, 90)]) { event in
-            if case .publishersChanged(let count, let at) = event { changes.append((count, at.microsecondsValue)) }
+        let log = Mutex<[(Int, Int64)]>([])
+        let (probe, _) = try await run(publishers: [first, second], seconds: 4, points: [(80, 90), (240, 90), (160, 90)]) { event in
+            if case .publishersChanged(let count, let at) = event { log.withLock { $0.append((count, at.microsecondsValue)) } }
         }
+        let changes = log.withLock { $0 }
         // Nobody at the first tick, then one publisher, then two (side by side), then one again.
         #expect(changes.map(\.0) == [0, 1, 2, 1])
         guard changes.count == 4 else { return }
@@ -230,13 +252,13 @@ struct LiveCompositionTests {
     }
 
     @Test("a stalled publisher freezes alone: the tick never waits, and the others keep moving")
-    func stalledPublisher() throws {
-        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 4)
-        let blue = try RecordedPublisherMedia.make(colour: "blue", tone: 880, seconds: 4)
+    func stalledPublisher() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 4)
+        let blue = try await media(colour: "blue", tone: 880, seconds: 4)
         let first = SimulatedPublisher(media: red, id: "red", joinAt: 0)
         first.stall = 1_000_000..<2_000_000
         let second = SimulatedPublisher(media: blue, id: "blue", joinAt: 0)
-        let (probe, result, _) = try run(publishers: [first, second], seconds: 4, points: [(80, 90), (240, 90)])
+        let (probe, result) = try await run(publishers: [first, second], seconds: 4, points: [(80, 90), (240, 90)])
         #expect(result.frames == 120)
         #expect(result.laggedFrames == 0)
         // The stalled publisher keeps its last picture (red), the other its own.
@@ -246,11 +268,11 @@ struct LiveCompositionTests {
     }
 
     @Test("a publisher that stops sending video for longer than videoStoppedAfter shows as stopped video")
-    func videoStops() throws {
-        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 7)
+    func videoStops() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 7)
         let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
         publisher.stall = 1_000_000..<6_000_000
-        let (probe, _, _) = try run(publishers: [publisher], seconds: 7, points: [(160, 90)])
+        let (probe, _) = try await run(publishers: [publisher], seconds: 7, points: [(160, 90)])
         // Red until the stall; frozen red for videoStoppedAfter (3 s); then camera-off (not red);
         // red again once media flows.
         #expect(CanvasColour.isRed(probe.samples[30][0]))
@@ -260,11 +282,11 @@ struct LiveCompositionTests {
     }
 
     @Test("B-frames are decoded in presentation order")
-    func bFrames() throws {
-        let red = try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 3, bframes: 2)
+    func bFrames() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 3, bframes: 2)
         #expect(red.items.contains { $0.type == .video && $0.pts != $0.dts })
         let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
-        let (probe, _, _) = try run(publishers: [publisher], seconds: 3, points: [(160, 90)])
+        let (probe, _) = try await run(publishers: [publisher], seconds: 3, points: [(160, 90)])
         #expect(probe.samples.indices.filter { CanvasColour.isRed(probe.samples[$0][0]) }.count >= 80)
     }
 }

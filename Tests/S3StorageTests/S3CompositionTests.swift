@@ -2,6 +2,7 @@
 // every object of the recording downloaded back and the playlist read by ffprobe.
 import Destinations
 import Foundation
+import TestSupport
 import HLS
 import Layout
 import Logging

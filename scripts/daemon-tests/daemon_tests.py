@@ -68,6 +68,8 @@ class Daemon:
             "events": {"stdout": False},
             "encoderPreset": "ultrafast",
             "logLevel": "info",
+            # Live ingest on free ports, so daemons never collide with each other or a local RTMP server.
+            "ingest": {"rtmp": {"port": free_port()}, "rtmps": {"port": free_port()}},
         }
         if auth is not None:
             config["auth"] = auth

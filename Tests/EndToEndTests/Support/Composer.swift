@@ -3,6 +3,7 @@
 // describes what it wrote. Compositions are cached so several tests share one output.
 import Destinations
 import Foundation
+import TestSupport
 import HLS
 import Layout
 import Logging

@@ -2,15 +2,8 @@
 // cooperative pool: the pipeline blocks on its upload queue, whose worker is an async task,
 // and with 2 cores the pool has only 2 threads.
 import Foundation
+import TestSupport
 
-/// Runs `body` on a fresh thread and returns its result.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.stackSize = 16 << 20
-        thread.start()
-    }
-}
 
 struct ProcessOutput: Sendable {
     var status: Int32

@@ -1,5 +1,7 @@
 // Child processes for the tests: one-shot tools (python3, ffprobe) and moto_server.
 import Foundation
+import TestSupport
+
 
 struct ToolFailure: Error, CustomStringConvertible {
     var description: String
@@ -44,15 +46,6 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
         set { lock.withLock { stored = newValue; written = true } }
     }
     var done: Bool { lock.withLock { written } }
-}
-
-/// Blocking work (process I/O, the composition pipeline) off the Swift concurrency pool.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.stackSize = 16 << 20
-        thread.start()
-    }
 }
 
 enum Paths {
