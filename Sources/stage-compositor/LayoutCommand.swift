@@ -50,7 +50,7 @@ extension LayoutCommand {
                 count: participants, featured: Set(featured.map { [$0] } ?? []), pip: Set(pip.map { [$0] } ?? []),
                 stopped: try parseIndices(stopped), configuration: configuration)
             let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample)
-            try Data(png).write(to: URL(fileURLWithPath: out), options: .atomic)
+            try writeOutput(Data(png), to: out)
             for tile in configuration.makeEngine().tiles(canvas: canvas, participants: sample) {
                 print(tile)
             }
@@ -116,4 +116,19 @@ private func parseIndices(_ text: String?) throws -> Set<Int> {
         indices.insert(index)
     }
     return indices
+}
+
+/// Writes a file atomically (temp file + rename), except over something that is not a
+/// regular file (`/dev/null`, a pipe): renaming over a device would replace it.
+func writeOutput(_ data: Data, to path: String) throws {
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+       let type = try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType,
+       type != .typeRegular {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.write(contentsOf: data)
+        return
+    }
+    try data.write(to: URL(fileURLWithPath: path), options: .atomic)
 }

@@ -27,9 +27,12 @@ final class RecordedPublisherMedia: @unchecked Sendable {
     let video: CodecConfiguration
     let audio: CodecConfiguration
     let items: [Item]
+    /// The streams a publisher of this media announces.
+    let announce: Set<MediaType>
 
     /// An FLV (H.264 + AAC) of a flat colour and a tone, `seconds` long, made by ffmpeg.
     static func make(colour: String, tone: Int, seconds: Int, size: String = "320x240", bframes: Int = 0) throws -> RecordedPublisherMedia {
+        // (Large pictures would take long to encode: a few frames suffice for their tests.)
         try make(videoSource: "color=c=\(colour):size=\(size):rate=30", audioSource: "sine=frequency=\(tone):sample_rate=44100",
                  seconds: seconds, bframes: bframes)
     }
@@ -68,10 +71,11 @@ final class RecordedPublisherMedia: @unchecked Sendable {
         return RecordedPublisherMedia(video: video, audio: audio, items: items)
     }
 
-    init(video: CodecConfiguration, audio: CodecConfiguration, items: [Item]) {
+    init(video: CodecConfiguration, audio: CodecConfiguration, items: [Item], announce: Set<MediaType> = [.video, .audio]) {
         self.video = video
         self.audio = audio
         self.items = items
+        self.announce = announce
     }
 }
 
@@ -85,6 +89,11 @@ final class SimulatedPublisher: @unchecked Sendable {
     var delay: (Int) -> Int64 = { _ in 20_000 }
     /// Stop sending between these stage times (a stalled publisher).
     var stall: Range<Int64>?
+    /// From `at` (stage time), the same connection goes on with other media (new sequence
+    /// headers, timestamps continuing).
+    var continuation: (at: Int64, media: RecordedPublisherMedia)?
+    private var continued = false
+    private var pendingContinuation: [RecordedPublisherMedia.Item] = []
     private(set) var publisher: LivePublisher?
     private var next = 0
 
@@ -105,11 +114,27 @@ final class SimulatedPublisher: @unchecked Sendable {
         guard now >= joinAt else { return }
         if publisher == nil, next == 0 {
             let joined = hub.join(stageArn: stageArn, identity: identity)
-            joined.announce(media.video)
-            joined.announce(media.audio)
+            if media.announce.contains(.video) { joined.announce(media.video) }
+            if media.announce.contains(.audio) { joined.announce(media.audio) }
             publisher = joined
         }
         guard let publisher else { return }
+        if let continuation, !continued, now >= joinAt + continuation.at {
+            // The rest of this media is dropped; the new one's timestamps follow on.
+            continued = true
+            publisher.announce(continuation.media.video)
+            publisher.announce(continuation.media.audio)
+            pendingContinuation = continuation.media.items
+            next = media.items.count
+        }
+        while !pendingContinuation.isEmpty, let continuation {
+            let item = pendingContinuation[0]
+            let arrival = joinAt + continuation.at + item.dts + delay(0)
+            guard arrival <= now else { break }
+            publisher.push(item.type, data: item.data, timestamp: continuation.at + item.dts,
+                           compositionOffset: item.pts - item.dts, isKeyframe: item.isKeyframe)
+            pendingContinuation.removeFirst()
+        }
         while next < media.items.count {
             let item = media.items[next]
             let arrival = joinAt + item.dts + delay(next)
@@ -288,5 +313,51 @@ struct LiveCompositionTests {
         let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
         let (probe, _) = try await run(publishers: [publisher], seconds: 3, points: [(160, 90)])
         #expect(probe.samples.indices.filter { CanvasColour.isRed(probe.samples[$0][0]) }.count >= 80)
+    }
+}
+
+/// Publisher shapes and changes: what RTMP publishers do in the wild.
+@Suite(.serialized)
+struct LivePublisherShapesTests {
+    let base = LiveCompositionTests()
+
+    @Test("a publisher that changes resolution (a new sequence header) is shown at its new size on the next frames")
+    func resolutionChange() async throws {
+        let small = try await media(colour: "red", tone: 440, seconds: 2)
+        let large = try await onThread { try RecordedPublisherMedia.make(colour: "blue", tone: 440, seconds: 2, size: "640x360") }
+        // One connection: 2 s of 320x240 red, then a new AVC sequence header and 640x360 blue.
+        let switched = RecordedPublisherMedia(video: small.video, audio: small.audio, items: small.items)
+        let publisher = SimulatedPublisher(media: switched, id: "p", joinAt: 0)
+        publisher.continuation = (at: 2_000_000, media: large)
+        let (probe, _) = try await base.run(publishers: [publisher], seconds: 4, points: [(160, 90)])
+        #expect(CanvasColour.isRed(probe.samples[45][0]))
+        #expect(CanvasColour.isBlue(probe.samples[100][0]))
+    }
+
+    @Test("an audio-only publisher gets a camera-off tile and is heard; a video-only one is seen")
+    func audioOnlyAndVideoOnly() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 3)
+        let blue = try await media(colour: "blue", tone: 880, seconds: 3)
+        let audioOnly = SimulatedPublisher(media: red.only(.audio), id: "voice", joinAt: 0)
+        let videoOnly = SimulatedPublisher(media: blue.only(.video), id: "picture", joinAt: 0)
+        let (probe, result) = try await base.run(publishers: [audioOnly, videoOnly], seconds: 3, points: [(80, 90), (240, 90)])
+        #expect(result.frames == 90)
+        #expect(!CanvasColour.isRed(probe.samples[60][0]) && CanvasColour.isBlue(probe.samples[60][1]))
+        #expect(probe.audioPackets > 100)
+    }
+
+    @Test("a publisher above 1080p is shown as audio-only, as IVS renders it")
+    func above1080p() async throws {
+        let huge = try await onThread { try RecordedPublisherMedia.make(colour: "red", tone: 440, seconds: 2, size: "2560x1440") }
+        let publisher = SimulatedPublisher(media: huge, id: "huge", joinAt: 0)
+        let (probe, _) = try await base.run(publishers: [publisher], seconds: 2, points: [(160, 90)])
+        #expect(!probe.samples.contains { CanvasColour.isRed($0[0]) })
+    }
+}
+
+extension RecordedPublisherMedia {
+    /// The same media with one kind of stream only (the other never announced).
+    func only(_ type: MediaType) -> RecordedPublisherMedia {
+        RecordedPublisherMedia(video: video, audio: audio, items: items.filter { $0.type == type }, announce: [type])
     }
 }

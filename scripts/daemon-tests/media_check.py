@@ -3,8 +3,10 @@ points of the picture over time, tone levels (Goertzel), flash and beep onsets, 
 layout engine puts each tile (`stage-compositor layout preview`)."""
 import json
 import math
+import os
 import re
 import subprocess
+import tempfile
 
 import numpy
 
@@ -115,8 +117,10 @@ def tiles(binary, participants, size, layout="grid"):
     """participant index (1-based) → (x, y, width, height) as the layout engine places them."""
     if participants == 0:
         return {}
-    result = subprocess.run([binary, "layout", "preview", "--layout", layout, "--participants", str(participants),
-                             "--size", size, "--out", "/dev/null"], capture_output=True, text=True, timeout=60)
+    with tempfile.TemporaryDirectory() as scratch:
+        result = subprocess.run([binary, "layout", "preview", "--layout", layout, "--participants", str(participants),
+                                 "--size", size, "--out", os.path.join(scratch, "preview.png")],
+                                capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
         raise RuntimeError(f"layout preview: {result.stderr}")
     placed = {}
