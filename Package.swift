@@ -178,6 +178,8 @@ let package = Package(
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"], exclude: ["Corpus"]),
+        .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",
+                                                             "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),

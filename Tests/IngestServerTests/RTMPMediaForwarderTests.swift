@@ -1,0 +1,206 @@
+// From RTMP messages to a live publisher's streams: legacy FLV (AVC, AAC) and Enhanced RTMP
+// (HEVC, AV1) built from real encoder output (the ffmpeg CLI), decoded back by the same
+// ParticipantSubscriber compositions use; unsupported and malformed input is rejected with
+// the model's error code.
+import Foundation
+@testable import FFmpeg
+import IngestServer
+import LiveStage
+import Logging
+import MediaCore
+import Pipeline
+import Layout
+import RTMP
+import Testing
+import TestSupport
+
+/// Encoded media read back with our demuxer: configuration records and packets.
+struct EncodedClip: Sendable {
+    var video: [UInt8]
+    var audio: [UInt8]
+    var packets: [(type: MediaType, data: [UInt8], dtsMs: Int64, ctsMs: Int32, key: Bool)]
+    var width: Int
+    var height: Int
+
+    static func make(videoCodec: String, extra: [String] = [], container: String = "mp4", seconds: Double = 1) throws -> EncodedClip {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("forwarder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("clip.\(container)").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=0x0000FF:size=320x240:rate=30",
+                             "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "\(seconds)",
+                             "-c:v", videoCodec] + extra + ["-pix_fmt", "yuv420p", "-c:a", "aac", file]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw FFmpegError(kind: .other, operation: "ffmpeg \(videoCodec)", message: "failed") }
+        let source = try DemuxerMediaSource(url: file)
+        guard let v = source.stream(.video), let a = source.stream(.audio) else { throw FFmpegError(kind: .other, operation: "demux", message: "streams") }
+        var clip = EncodedClip(video: v.parameters.extradata, audio: a.parameters.extradata, packets: [], width: v.info.width, height: v.info.height)
+        let packet = Packet()
+        while case .packet(let type) = try source.read(into: packet) {
+            let info = type == .video ? v.info : a.info
+            let dts = info.timeBase.rescale(packet.dts, to: MediaTime.milliseconds)
+            let pts = info.timeBase.rescale(packet.pts, to: MediaTime.milliseconds)
+            clip.packets.append((type, packet.bytes, dts, Int32(pts - dts), packet.isKeyframe))
+        }
+        return clip
+    }
+}
+
+/// FLV tag payloads as encoders send them.
+enum Tags {
+    static func legacyAVCConfig(_ record: [UInt8]) -> [UInt8] { [0x17, 0x00, 0, 0, 0] + record }
+    static func legacyAVC(_ data: [UInt8], key: Bool, cts: Int32) -> [UInt8] {
+        [key ? 0x17 : 0x27, 0x01] + si24(cts) + data
+    }
+    static func aacConfig(_ asc: [UInt8]) -> [UInt8] { [0xAF, 0x00] + asc }
+    static func aac(_ data: [UInt8]) -> [UInt8] { [0xAF, 0x01] + data }
+
+    /// Enhanced RTMP: IsExHeader | frame type << 4 | packet type, then the FourCC.
+    static func exSequenceStart(_ fourCC: String, _ record: [UInt8]) -> [UInt8] {
+        [0x80 | 0x10 | 0x00] + Array(fourCC.utf8) + record
+    }
+    static func exCodedFrames(_ fourCC: String, _ data: [UInt8], key: Bool, cts: Int32?) -> [UInt8] {
+        let frameType: UInt8 = key ? 0x10 : 0x20
+        if let cts { return [0x80 | frameType | 0x01] + Array(fourCC.utf8) + si24(cts) + data }
+        return [0x80 | frameType | 0x03] + Array(fourCC.utf8) + data
+    }
+
+    static func si24(_ value: Int32) -> [UInt8] {
+        let bits = UInt32(bitPattern: value)
+        return [UInt8((bits >> 16) & 0xFF), UInt8((bits >> 8) & 0xFF), UInt8(bits & 0xFF)]
+    }
+}
+
+@Suite(.serialized)
+struct RTMPMediaForwarderTests {
+    let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/Forwarder"
+
+    /// Forwards `messages` into a live stage, then decodes what a composition would see and
+    /// returns the picture (size, centre luma/chroma) and how many audio samples arrived.
+    func decode(_ messages: [RTMPMediaMessage]) throws -> (outcomes: [ForwardOutcome], size: PixelSize?, centre: (y: UInt8, u: UInt8, v: UInt8)?, audio: Int64) {
+        let clock = ManualMediaClock(start: .seconds(10))
+        let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: 0))
+        var logger = Logger(label: "forwarder")
+        logger.logLevel = .warning
+        let source = LiveStageSource(hub: hub, stageArn: stageArn, logger: logger)
+        let origin = source.startClock()
+        let publisher = hub.join(stageArn: stageArn, identity: LiveParticipantIdentity(participantId: "p", userId: "p", attributes: [:]))
+        _ = source.participants(at: .zero)
+        let subscriber = source.subscriber(for: "p")
+        var forwarder = RTMPMediaForwarder()
+        var outcomes: [ForwardOutcome] = []
+        for message in messages {
+            clock.advance(to: .microseconds(max(clock.now().microsecondsValue, origin + message.timestamp * 1000)))
+            outcomes.append(forwarder.forward(message, to: publisher))
+        }
+        publisher.leave()
+        subscriber?.advanceAudio(to: 48_000 * 3)
+        subscriber?.advanceVideo(to: 3_000_000)
+        let size = subscriber?.currentVideoSize
+        let centre = size.map { subscriber!.current.yuv(atX: $0.width / 2, y: $0.height / 2) }
+        return (outcomes, size, centre, subscriber?.audio.end ?? 0)
+    }
+
+    func messages(_ clip: EncodedClip, videoConfig: [UInt8], video: (Int) -> [UInt8]) -> [RTMPMediaMessage] {
+        var list = [RTMPMediaMessage(kind: .video, timestamp: 0, payload: videoConfig),
+                    RTMPMediaMessage(kind: .audio, timestamp: 0, payload: Tags.aacConfig(clip.audio))]
+        for (index, packet) in clip.packets.enumerated() {
+            let payload = packet.type == .video ? video(index) : Tags.aac(packet.data)
+            list.append(RTMPMediaMessage(kind: packet.type == .video ? .video : .audio, timestamp: packet.dtsMs, payload: payload))
+        }
+        return list
+    }
+
+    func isBlue(_ p: (y: UInt8, u: UInt8, v: UInt8)?) -> Bool { p.map { $0.u > 200 && $0.v < 140 } ?? false }
+
+    @Test("legacy FLV: AVC with B-frames (composition times) and AAC")
+    func legacyAVC() async throws {
+        let clip = try await onThread { try EncodedClip.make(videoCodec: "libx264", extra: ["-bf", "2", "-preset", "ultrafast"]) }
+        #expect(clip.packets.contains { $0.ctsMs != 0 })
+        let list = messages(clip, videoConfig: Tags.legacyAVCConfig(clip.video)) { index in
+            let p = clip.packets[index]
+            return Tags.legacyAVC(p.data, key: p.key, cts: p.ctsMs)
+        }
+        let result = try decode(list)
+        #expect(result.outcomes.allSatisfy { $0 == .forwarded })
+        #expect(result.size == PixelSize(width: 320, height: 240))
+        #expect(isBlue(result.centre))
+        #expect(result.audio > 40_000)
+    }
+
+    @Test("Enhanced RTMP: HEVC (hvc1) with CodedFrames and CodedFramesX")
+    func enhancedHEVC() async throws {
+        let clip = try await onThread { try EncodedClip.make(videoCodec: "libx265", extra: ["-preset", "ultrafast", "-x265-params", "log-level=error:bframes=0"]) }
+        let list = messages(clip, videoConfig: Tags.exSequenceStart("hvc1", clip.video)) { index in
+            let p = clip.packets[index]
+            // Alternate the two coded-frame packet types, as encoders may.
+            return Tags.exCodedFrames("hvc1", p.data, key: p.key, cts: index % 2 == 0 ? p.ctsMs : nil)
+        }
+        let result = try decode(list)
+        #expect(result.outcomes.allSatisfy { $0 == .forwarded }, "\(Set(result.outcomes.map { "\($0)" }))")
+        #expect(result.size == PixelSize(width: 320, height: 240))
+        #expect(isBlue(result.centre))
+    }
+
+    @Test("Enhanced RTMP: AV1 (av01)")
+    func enhancedAV1() async throws {
+        let clip = try await onThread {
+            try EncodedClip.make(videoCodec: "libaom-av1", extra: ["-cpu-used", "8", "-usage", "realtime", "-g", "30"], seconds: 0.5)
+        }
+        let list = messages(clip, videoConfig: Tags.exSequenceStart("av01", clip.video)) { index in
+            Tags.exCodedFrames("av01", clip.packets[index].data, key: clip.packets[index].key, cts: nil)
+        }
+        let result = try decode(list)
+        #expect(result.outcomes.allSatisfy { $0 == .forwarded })
+        #expect(result.size == PixelSize(width: 320, height: 240))
+        #expect(isBlue(result.centre))
+    }
+
+    @Test("codecs we cannot decode and malformed tags are rejected with the model's error codes")
+    func rejections() throws {
+        let clock = ManualMediaClock()
+        let hub = LiveStageHub(clock: clock)
+        let publisher = hub.join(stageArn: stageArn, identity: LiveParticipantIdentity(participantId: "p", userId: "p", attributes: [:]))
+        var forwarder = RTMPMediaForwarder()
+        // Sorenson H.263 (FLV codec 2) and Speex (sound format 11).
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: [0x12, 0, 0, 0]), to: publisher)
+                .rejection == .invalidVideoCodec)
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .audio, timestamp: 0, payload: [0xB6, 0, 0]), to: publisher)
+                .rejection == .invalidAudioCodec)
+        // An AVC header cut short.
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: [0x17]), to: publisher)
+                .rejection == .invalidInput)
+        // Frames before any sequence header are dropped, not fatal.
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.legacyAVC([0, 0, 0, 1, 0x65], key: true, cts: 0)),
+                                  to: publisher) == .ignored)
+        #expect(forwarder.framesBeforeSetup == 1)
+    }
+
+    @Test("bitrate window: averaged over whole seconds once a window has passed")
+    func bitrateWindow() {
+        var window = BitrateWindow(seconds: 5)
+        var rate: Int64?
+        // 1 MB/s for 6 seconds, one 100 kB message every 100 ms.
+        for tick in 0..<60 { rate = window.add(100_000, now: Int64(tick) * 100_000) }
+        #expect(rate == Int64(8_000_000), "\(String(describing: rate))")
+        // A single 2 MB keyframe in an otherwise quiet window does not trip a 8.5 Mbit/s limit.
+        var quiet = BitrateWindow(seconds: 5)
+        var last: Int64?
+        for second in 0..<6 { last = quiet.add(second == 3 ? 2_000_000 : 10_000, now: Int64(second) * 1_000_000) }
+        #expect((last ?? .max) < 8_500_000)
+        // Nothing is reported before a whole window has passed.
+        var fresh = BitrateWindow(seconds: 5)
+        #expect(fresh.add(10_000_000, now: 0) == nil)
+    }
+}
+
+extension ForwardOutcome {
+    var rejection: IngestPublishError? {
+        if case .reject(let error, _) = self { return error }
+        return nil
+    }
+}
