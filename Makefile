@@ -44,5 +44,9 @@ fuzz-rtmp:
 	@mkdir -p .build-fuzz/corpus
 	.build-fuzz/release/RTMPFuzz .build-fuzz/corpus Tests/RTMPTests/Corpus -max_len=65536 -max_total_time=$(FUZZ_SECONDS)
 
+## Live compositions with real RTMP publishers: density, glass-to-glass latency, memory.
+bench-live: release test-deps
+	benchmarks/live_bench.py
+
 clean:
 	rm -rf .build out
