@@ -102,7 +102,8 @@ func makeApplication<Store: CompositionStore>(
     let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher, hub: hub,
                                      clock: dependencies.clock, metrics: metrics, logger: dependencies.logger)
     try await manager.restore()
-    let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, logger: dependencies.logger)
+    let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, metrics: metrics,
+                               logger: dependencies.logger)
     await runtime.restore()
     let ingestServer = try makeIngestServer(configuration: configuration, admission: runtime, hub: hub, logger: dependencies.logger)
     let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime)

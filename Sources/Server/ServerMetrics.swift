@@ -16,6 +16,14 @@ public final class ServerMetrics: Sendable {
     /// Bytes written per destination type ("s3", "channel"); rate() of it is the output bitrate.
     public let outputBytes: [String: Counter]
 
+    /// Live ingest: publishers on live stages now, publishes admitted, refused (by the model's
+    /// error code) and broken off after admission (by code), and media bytes received.
+    public let livePublishers: Gauge
+    public let ingestAdmitted: Counter
+    private let ingestRefused: [String: Counter]
+    private let ingestPublishErrors: [String: Counter]
+    private let factory: any MetricsFactory
+
     public static let compositionStates = ["STARTING", "ACTIVE", "STOPPING", "STOPPED", "FAILED"]
     public static let destinationStates = ["STARTING", "ACTIVE", "STOPPING", "RECONNECTING", "STOPPED", "FAILED"]
 
@@ -38,7 +46,22 @@ public final class ServerMetrics: Sendable {
         }
         destinationGauges = destinations
         publishersGauge = Gauge(label: "stage_compositor_publishers", factory: factory)
+        self.factory = factory
+        livePublishers = Gauge(label: "stage_compositor_live_publishers", factory: factory)
+        ingestAdmitted = Counter(label: "stage_compositor_ingest_admitted_total", factory: factory)
+        let codes = ["INVALID_STREAM_KEY", "INVALID_PROTOCOL", "REUSE_OF_STREAM_KEY", "QUOTA_EXCEEDED", "BITRATE_EXCEEDED",
+                     "RESOLUTION_EXCEEDED", "INVALID_VIDEO_CODEC", "INVALID_AUDIO_CODEC", "INVALID_INPUT",
+                     "STREAM_DURATION_EXCEEDED", "INTERNAL_SERVER_EXCEPTION"]
+        ingestRefused = Dictionary(uniqueKeysWithValues: codes.map { code in
+            (code, Counter(label: "stage_compositor_ingest_refused_total", dimensions: [("code", code)], factory: factory))
+        })
+        ingestPublishErrors = Dictionary(uniqueKeysWithValues: codes.map { code in
+            (code, Counter(label: "stage_compositor_ingest_publish_errors_total", dimensions: [("code", code)], factory: factory))
+        })
     }
+
+    public func ingestRefused(code: String) { ingestRefused[code]?.increment() }
+    public func ingestPublishError(code: String) { ingestPublishErrors[code]?.increment() }
 
     /// Sets the per-state gauges from a full count (states absent from `counts` read 0).
     public func recordStates(compositions: [String: Int], destinations: [String: Int], publishers: Int) {

@@ -49,6 +49,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     public let hub: LiveStageHub
     let wallClock: @Sendable () -> Date
     let logger: Logger
+    let metrics: ServerMetrics?
     private var book: StageSessionBook
     /// By ingest configuration ARN.
     private var connections: [String: Connection] = [:]
@@ -56,7 +57,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     private let inboxContinuation: AsyncStream<Message>.Continuation
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink, hub: LiveStageHub,
-                wallClock: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+                wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics? = nil, logger: Logger) {
+        self.metrics = metrics
         self.configuration = configuration
         arnContext = ARNContext(region: configuration.region, account: configuration.account)!
         self.store = store
@@ -126,11 +128,19 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     private func handle(_ message: Message) async {
         switch message {
         case .admit(let request, let disconnect, let decide):
-            decide(await admission(request, disconnect: disconnect))
+            let decision = await admission(request, disconnect: disconnect)
+            switch decision {
+            case .accepted: metrics?.ingestAdmitted.increment()
+            case .refused(let error, _): metrics?.ingestRefused(code: error.rawValue)
+            }
+            metrics?.livePublishers.record(connections.count)
+            decide(decision)
         case .failed(let publication, let error, let reason):
+            metrics?.ingestPublishError(code: error.rawValue)
             await publishFailed(publication, error: error, reason: reason)
         case .ended(let publication, let reason):
             await publicationEnded(publication, reason: reason)
+            metrics?.livePublishers.record(connections.count)
         }
     }
 

@@ -14,7 +14,7 @@ import Testing
 import TestSupport
 
 /// Decodes the composition's AAC output back to mono samples placed by their timestamps.
-final class AudioCapture: PacketSink {
+final class AudioCapture: PacketSink, @unchecked Sendable {
     let name = "audio capture"
     private var decoder: Decoder?
     private let decoded = Frame()
@@ -58,6 +58,21 @@ final class AudioCapture: PacketSink {
     }
 
     func finish(failure: String?) throws(PipelineError) {}
+
+    /// Peak amplitude of the `hz` component between two times (Goertzel).
+    func tone(_ hz: Double, from: Double, to: Double) -> Double {
+        let start = Int(from * 48_000), end = min(Int(to * 48_000), samples.count)
+        guard end > start else { return 0 }
+        let coefficient = 2 * cos(2 * Double.pi * hz / 48_000)
+        var s1 = 0.0, s2 = 0.0
+        for index in start..<end {
+            let s0 = Double(samples[index]) + coefficient * s1 - s2
+            s2 = s1
+            s1 = s0
+        }
+        let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2
+        return 2 * max(power, 0).squareRoot() / Double(end - start)
+    }
 }
 
 @Suite(.serialized)

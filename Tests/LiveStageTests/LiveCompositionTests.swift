@@ -31,9 +31,9 @@ final class RecordedPublisherMedia: @unchecked Sendable {
     let announce: Set<MediaType>
 
     /// An FLV (H.264 + AAC) of a flat colour and a tone, `seconds` long, made by ffmpeg.
-    static func make(colour: String, tone: Int, seconds: Int, size: String = "320x240", bframes: Int = 0) throws -> RecordedPublisherMedia {
-        // (Large pictures would take long to encode: a few frames suffice for their tests.)
-        try make(videoSource: "color=c=\(colour):size=\(size):rate=30", audioSource: "sine=frequency=\(tone):sample_rate=44100",
+    static func make(colour: String, tone: Int, seconds: Int, size: String = "320x240", bframes: Int = 0,
+                     audioRate: Int = 44_100) throws -> RecordedPublisherMedia {
+        try make(videoSource: "color=c=\(colour):size=\(size):rate=30", audioSource: "sine=frequency=\(tone):sample_rate=\(audioRate)",
                  seconds: seconds, bframes: bframes)
     }
 
@@ -206,20 +206,22 @@ struct LiveCompositionTests {
 
     /// Runs the composition on its own thread (never on the concurrency pool, see onThread).
     func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000,
-             points: [(x: Int, y: Int)], observe: @escaping @Sendable (SessionEvent) -> Void = { _ in }) async throws
+             points: [(x: Int, y: Int)], audio: AudioCapture? = nil,
+             observe: @escaping @Sendable (SessionEvent) -> Void = { _ in }) async throws
         -> (CanvasProbe, CompositionResult) {
         let stageArn = self.stageArn
         let points = points.map { Point(x: $0.x, y: $0.y) }
         return try await onThread {
             try Self.compose(stageArn: stageArn, publishers: publishers, seconds: seconds, latency: latency,
-                             points: points.map { ($0.x, $0.y) }, observe: observe)
+                             points: points.map { ($0.x, $0.y) }, extraSinks: audio.map { [$0] } ?? [], observe: observe)
         }
     }
 
     struct Point: Sendable { var x: Int, y: Int }
 
     static func compose(stageArn: String, publishers: [SimulatedPublisher], seconds: Int64, latency: Int64,
-                        points: [(x: Int, y: Int)], observe: @escaping (SessionEvent) -> Void) throws -> (CanvasProbe, CompositionResult) {
+                        points: [(x: Int, y: Int)], extraSinks: [any PacketSink] = [],
+                        observe: @escaping (SessionEvent) -> Void) throws -> (CanvasProbe, CompositionResult) {
         let clock = ManualMediaClock(start: .seconds(100))
         let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: latency))
         var logger = Logger(label: "live-test")
@@ -230,7 +232,8 @@ struct LiveCompositionTests {
                                          keyframeInterval: 60, preset: "ultrafast")
         let settings = CompositionSettings(video: video, layout: GridLayout(configuration: GridConfiguration(gridGap: 0)),
                                            duration: .seconds(seconds))
-        let session = try CompositionSession(source: source, settings: settings, sinks: [probe], logger: logger, observer: observe)
+        let session = try CompositionSession(source: source, settings: settings, sinks: [probe] + extraSinks, logger: logger,
+                                             observer: observe)
         let origin = source.startClock()
         var pacer = SimulationPacer(base: source.makePacer(), clock: clock) { now in
             for publisher in publishers { publisher.advance(to: now - origin, hub: hub, stageArn: stageArn) }
@@ -321,17 +324,26 @@ struct LiveCompositionTests {
 struct LivePublisherShapesTests {
     let base = LiveCompositionTests()
 
-    @Test("a publisher that changes resolution (a new sequence header) is shown at its new size on the next frames")
+    @Test("a publisher that changes resolution and sample rate (new sequence headers) goes on at its new settings")
     func resolutionChange() async throws {
         let small = try await media(colour: "red", tone: 440, seconds: 2)
-        let large = try await onThread { try RecordedPublisherMedia.make(colour: "blue", tone: 440, seconds: 2, size: "640x360") }
+        let large = try await onThread {
+            try RecordedPublisherMedia.make(colour: "blue", tone: 440, seconds: 2, size: "640x360", audioRate: 48_000)
+        }
+        #expect(small.audio.sampleRate == 44_100 && large.audio.sampleRate == 48_000)
         // One connection: 2 s of 320x240 red, then a new AVC sequence header and 640x360 blue.
         let switched = RecordedPublisherMedia(video: small.video, audio: small.audio, items: small.items)
         let publisher = SimulatedPublisher(media: switched, id: "p", joinAt: 0)
         publisher.continuation = (at: 2_000_000, media: large)
-        let (probe, _) = try await base.run(publishers: [publisher], seconds: 4, points: [(160, 90)])
+        let capture = AudioCapture()
+        let (probe, _) = try await base.run(publishers: [publisher], seconds: 4, points: [(160, 90)], audio: capture)
         #expect(CanvasColour.isRed(probe.samples[45][0]))
         #expect(CanvasColour.isBlue(probe.samples[100][0]))
+        // The 440 Hz tone sounds before and after the switch from 44.1 to 48 kHz.
+        for (from, to) in [(0.6, 1.8), (2.6, 3.6)] {
+            let level = capture.tone(440, from: from, to: to)
+            #expect(level > 0.05, "440 Hz between \(from) and \(to) s: \(level)")
+        }
     }
 
     @Test("an audio-only publisher gets a camera-off tile and is heard; a video-only one is seen")

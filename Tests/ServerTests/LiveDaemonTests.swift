@@ -47,3 +47,7 @@ final class LiveDaemonTests: XCTestCase {
     func testBitrateOverTheMaximumIsDisconnected() throws { try run("bitrate_over_the_maximum_is_disconnected") }
     func testDisconnectParticipantAndReconnectWithTheSameKey() throws { try run("disconnect_participant_and_reconnect_with_the_same_key") }
 }
+
+extension LiveDaemonTests {
+    func testCompositionOnAnEmptyStageWaitsForAPublisher() throws { try run("empty_stage_waits_for_a_publisher") }
+}

@@ -10,6 +10,7 @@ test passed. Invoked from Tests/ServerTests/LiveDaemonTests.swift under `swift t
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
@@ -563,6 +565,13 @@ def test_refusals_name_their_reason(d):
         refused(third["streamKey"], label="over the publisher quota (2)")
         check(error_events("QUOTA_EXCEEDED"), "QUOTA_EXCEEDED event")
 
+        # Operators see the refusals in /metrics, by error code.
+        metrics = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+        for code, minimum in (("INVALID_PROTOCOL", 1), ("INVALID_STREAM_KEY", 4), ("REUSE_OF_STREAM_KEY", 1), ("QUOTA_EXCEEDED", 1)):
+            match = re.search(r'^stage_compositor_ingest_refused_total\{code="%s"\} (\d+)' % code, metrics, re.M)
+            check(match and int(match.group(1)) >= minimum, f"refusals of {code} in /metrics:\n{metrics}")
+        check(re.search(r"^stage_compositor_live_publishers 2$", metrics, re.M), f"live publishers gauge:\n{metrics}")
+
         # The first publisher never noticed.
         listed = {p["participantId"]: p for p in participants(d, stage["arn"], session)}
         check(listed[good["participantId"]]["state"] == "CONNECTED", f"the good publisher is still connected: {listed}")
@@ -732,6 +741,36 @@ def test_disconnect_participant_and_reconnect_with_the_same_key(d):
         first.kill()
         if second:
             second.kill()
+
+
+def test_empty_stage_waits_for_a_publisher(d):
+    """StartComposition on a live stage nobody publishes on waits in STARTING, as IVS does, and
+    goes ACTIVE when someone starts publishing; on a stage nobody comes to, it fails after the
+    idle timeout with a reason."""
+    d.reconfigure(idle=8.0, extra=d.config_extra)
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    waiting = create_stage(d, "waiting")
+    empty = create_stage(d, "empty")
+    ingest = create_ingest(d, waiting["arn"], "late", secure=False)
+    destinations = json.dumps([{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}])
+    first = d.cli("start-composition", "--stage-arn", waiting["arn"], "--destinations", destinations)["composition"]["arn"]
+    second = d.cli("start-composition", "--stage-arn", empty["arn"], "--destinations", destinations)["composition"]["arn"]
+    time.sleep(1.5)
+    for arn in (first, second):
+        check(d.cli("get-composition", "--arn", arn)["composition"]["state"] == "STARTING", "an empty stage keeps it STARTING")
+    publisher = Publisher(publish_url(waiting, ingest, False), "green", 660, d.workdir, "late")
+    try:
+        check(wait_state(d, first, {"ACTIVE", "FAILED"}, timeout=15) == "ACTIVE", "the first publisher starts it")
+        check(wait_state(d, second, {"ACTIVE", "FAILED", "STOPPED"}, timeout=20) == "FAILED", "nobody came: it fails")
+        failure = [e["detail"] for e in d.events() if e["resources"] == [second]]
+        check([e["event_name"] for e in failure] == ["Session Failure"] and "No participants" in failure[0].get("reason", ""),
+              f"events of the empty stage's composition: {failure}")
+        d.cli("stop-composition", "--arn", first)
+        check(wait_state(d, first, {"STOPPED", "FAILED"}) == "STOPPED", "stopped")
+        check(d.stop() == 0, "exit status")
+    finally:
+        publisher.kill()
 
 
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
