@@ -107,7 +107,7 @@ def start_daemon(workdir, binary, compositions, nginx_port=1):
                 for i in range(compositions)]
     return Daemon(binary, workdir, idle=30, quotas={"concurrentCompositions": max(5, compositions)}, channels=channels,
                   extra={"ingest": {"rtmp": {"port": free_port()}, "rtmps": {"port": free_port()}},
-                         "encoderPreset": "veryfast", "logLevel": "notice"})
+                         "encoderPreset": "veryfast", "logLevel": os.environ.get("BENCH_LOG_LEVEL", "notice")})
 
 
 def setup_stage(d, name, publishers=4):
@@ -118,11 +118,11 @@ def setup_stage(d, name, publishers=4):
     return stage, keys
 
 
-def density(binary, duration, maximum):
+def density(binary, duration, maximum, start=1, keep_going=False):
     inputs = prepare_inputs()
     print(f"density: N live compositions of 4 x 1280x720@30 -> 1280x720@30 2.5 Mbps (veryfast), {duration} s each")
     results = []
-    for n in range(1, maximum + 1):
+    for n in range(start, maximum + 1):
         workdir = tempfile.mkdtemp(prefix="live-bench-")
         nginx = NginxRTMP(workdir)
         d = start_daemon(workdir, binary, n, nginx.port)
@@ -164,8 +164,11 @@ def density(binary, duration, maximum):
             publishers.stop()
             d.stop()
             nginx.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
-        if dropped > 0:
+            if os.environ.get("KEEP_BENCH_DIRS") == "1":
+                print(f"  (kept {workdir})")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+        if dropped > 0 and not keep_going:
             break
     clean = [r for r in results if r[3] == 0]
     print(f"  => {clean[-1][0] if clean else 0} concurrent live compositions with 0 dropped frames on this machine "
@@ -350,11 +353,13 @@ def main():
     parser.add_argument("--max", type=int, default=8)
     parser.add_argument("--long", type=int, default=30)
     parser.add_argument("--only", choices=["density", "latency", "memory"])
+    parser.add_argument("--from", dest="start", type=int, default=1, help="first N of the density run")
+    parser.add_argument("--keep-going", action="store_true", help="density: go on past the first N that drops")
     args = parser.parse_args()
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"{args.binary} not found: run `swift build -c release`")
     if args.only in (None, "density"):
-        density(args.binary, args.duration, args.max)
+        density(args.binary, args.duration, args.max, args.start, args.keep_going)
     if args.only in (None, "latency"):
         latency(args.binary, min(args.duration, 30))
     if args.only in (None, "memory"):

@@ -47,9 +47,14 @@ public struct CompositionPlan: Sendable {
     public var channel: ChannelDestinationPlan?
     /// x264 preset (speed/quality); "veryfast" suits live composition on small machines.
     public var preset: String
+    /// Live publishers: encode without lookahead, trading a little compression for hundreds
+    /// of milliseconds of latency.
+    public var lowLatency: Bool
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
-                recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast") {
+                recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
+                lowLatency: Bool = false) {
+        self.lowLatency = lowLatency
         self.compositionId = compositionId
         self.encoder = encoder
         self.layout = layout
@@ -69,7 +74,7 @@ public struct CompositionPlan: Sendable {
         VideoEncoderSettings(width: encoder.width, height: encoder.height, frameRate: encoder.frameRate,
                              bitrate: encoder.bitrate,
                              keyframeInterval: encoder.framesPerSegment(seconds: keyframeIntervalSeconds),
-                             preset: preset)
+                             preset: preset, lowLatency: lowLatency)
     }
 }
 

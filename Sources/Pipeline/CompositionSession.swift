@@ -123,6 +123,8 @@ public final class CompositionSession {
             if late > frameDuration.rescale(1, to: MediaTime.microseconds) && tick > 0 {
                 // Behind real time: repeat the previous picture instead of composing a new one.
                 lagged += 1
+                logger.debug("behind the clock: repeating the previous picture",
+                             metadata: ["tick": "\(tick)", "late.ms": "\(late / 1000)", "lagged": "\(lagged)"])
                 for state in participants { source.subscriber(for: state.participantId)?.advanceVideo(to: stageMicro) }
             } else {
                 do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }

@@ -105,7 +105,7 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                     hub: LiveStageHub?, report: @escaping @Sendable (PipelineReport) -> Void) -> String? {
         do {
             let source: any StageSource
-            var livePacer: ClockPacer?
+            var live: LiveStageSource?
             switch job.source {
             case .recorded(let path):
                 let stage = try RecordedStage.load(from: path)
@@ -113,13 +113,12 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 source = LiveRecordedStageSource(wrapping: recorded, stageArn: job.stageArn)
             case .live:
                 guard let hub else { return "live stages are not enabled on this server" }
-                let live = LiveStageSource(hub: hub, stageArn: job.stageArn, logger: logger)
+                let liveSource = LiveStageSource(hub: hub, stageArn: job.stageArn, logger: logger)
                 // As IVS does, a composition on an empty stage waits (STARTING) for its first
                 // publisher; the lifecycle's idle timeout ends the wait.
                 if !waitForFirstPublisher(hub: hub, stageArn: job.stageArn, stop: stop) { return nil }
-                live.startClock()
-                livePacer = live.makePacer()
-                source = live
+                live = liveSource
+                source = liveSource
             }
             let recording = job.recording.map {
                 RecordingDestinationPlan(destinationId: $0.destinationId, storage: LocalDirectoryStorage(rootPath: $0.storageRoot),
@@ -127,7 +126,8 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                                          targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
             }
             let plan = CompositionPlan(compositionId: job.compositionId, encoder: job.encoder, layout: job.layout,
-                                       recording: recording, channel: job.channel, preset: job.preset)
+                                       recording: recording, channel: job.channel, preset: job.preset,
+                                       lowLatency: job.source == .live)
             let channelId = job.channel?.destinationId ?? ""
             let runner = try CompositionRunner(plan: plan, source: source, duration: nil, logger: logger,
                                                observer: { event in report(.session(event)) },
@@ -156,8 +156,10 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 lastLagged = progress.laggedFrames
                 metrics.frameWorkTime.recordNanoseconds(max(0, RealtimePacer.nowNanoseconds() - workStarted))
             }
-            if let livePacer {
-                var pacer = MeasuringPacer(base: livePacer) { workStarted = $0 }
+            if let live {
+                // Time zero once the encoders and outputs are open, so the first frames are on time.
+                live.startClock()
+                var pacer = MeasuringPacer(base: live.makePacer()) { workStarted = $0 }
                 _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
             } else if realTime {
                 var pacer = MeasuringPacer(base: RealtimePacer()) { workStarted = $0 }
