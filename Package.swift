@@ -99,6 +99,10 @@ let package = Package(
         .target(name: "RTMP", path: "Sources/Ingest/RTMP", swiftSettings: strict),
         // libFuzzer entry point over the RTMP core (see the file for how to build and run it).
         .executableTarget(name: "RTMPFuzz", dependencies: ["RTMP"], path: "Sources/Ingest/RTMPFuzz", swiftSettings: strict),
+        // Pure WebRTC receive stack: STUN, ICE-lite, SDP offer/answer (crypto injected) ...
+        .target(name: "WebRTCSignal", path: "Sources/WebRTC/Signal", swiftSettings: strict),
+        // ... and RTP/RTCP, NACK, keyframe requests, REMB, reports, depacketizers, sender clocks.
+        .target(name: "WebRTCMedia", path: "Sources/WebRTC/Media", swiftSettings: strict),
         // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
         .target(
             name: "IngestServer",
@@ -178,6 +182,8 @@ let package = Package(
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"], exclude: ["Corpus"]),
+        .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal"]),
+        .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia"]),
         .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",

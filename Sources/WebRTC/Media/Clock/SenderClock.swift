@@ -1,0 +1,83 @@
+// RTP timestamp → the sender's wall clock, per SSRC. Each stream of a publisher has its own
+// RTP clock with a random origin; an RTCP SR pairs one RTP timestamp with the sender's NTP
+// time, and since all streams of a sender share that NTP clock, mapping through it puts
+// audio and video on one timeline. Before the first SR, a provisional mapping anchors the
+// first packet's timestamp on its arrival time (the receiver's clock), so media can flow
+// before the first SR; when the real mapping replaces it, the owner is told by how much it moved.
+
+public struct SenderClockMapping: Sendable, Equatable {
+    public enum Source: Sendable, Equatable {
+        /// Anchored on a packet's arrival: the receiver's clock, not the sender's.
+        case arrival
+        /// From an RTCP sender report: the sender's NTP clock (µs since the Unix epoch).
+        case senderReport
+    }
+
+    /// Unwrapped RTP timestamp of the anchor.
+    public var anchorTimestamp: Int64
+    /// Its wall-clock time, µs.
+    public var anchorWallClock: Int64
+    public var source: Source
+
+    public init(anchorTimestamp: Int64, anchorWallClock: Int64, source: Source) {
+        self.anchorTimestamp = anchorTimestamp
+        self.anchorWallClock = anchorWallClock
+        self.source = source
+    }
+
+    public func wallClock(forTimestamp timestamp: Int64, clockRate: Int) -> Int64 {
+        anchorWallClock + (timestamp - anchorTimestamp) * 1_000_000 / Int64(clockRate)
+    }
+}
+
+/// A change of mapping the owner should know about.
+public struct SenderClockChange: Sendable, Equatable {
+    public var mapping: SenderClockMapping
+    /// How far the wall-clock time of the same RTP timestamp moved, µs (0 for the first mapping).
+    public var shift: Int64
+    /// The mapping went from arrival-based to sender-report-based.
+    public var becameSenderBased: Bool
+}
+
+public struct SenderClock: Sendable, Equatable {
+    public let clockRate: Int
+    /// Moves smaller than this (µs) between SRs are drift and rounding, not reported.
+    public let changeThreshold: Int64
+    public private(set) var mapping: SenderClockMapping?
+    public private(set) var senderReportsUsed: Int = 0
+
+    public init(clockRate: Int, changeThreshold: Int64 = 1_000) {
+        precondition(clockRate > 0, "clock rate must be positive")
+        self.clockRate = clockRate
+        self.changeThreshold = changeThreshold
+    }
+
+    /// A media packet with unwrapped `timestamp` arrived at `now` (µs). The first one
+    /// anchors a provisional mapping, if no SR came before.
+    public mutating func packetArrived(timestamp: Int64, now: Int64) -> SenderClockChange? {
+        guard mapping == nil else { return nil }
+        let first = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
+        mapping = first
+        return SenderClockChange(mapping: first, shift: 0, becameSenderBased: false)
+    }
+
+    /// An SR for this SSRC; `rtpTimestamp` unwrapped by the same unwrapper as the packets
+    /// (`TimestampUnwrapper.peek`). Ignored before the first packet, whose timestamp the
+    /// unwrapping needs as reference.
+    public mutating func senderReport(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
+        guard let old = mapping else { return nil }
+        let new = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: NTPTime.unixMicroseconds(fromNTP: ntpTime),
+                                     source: .senderReport)
+        senderReportsUsed += 1
+        mapping = new
+        let shift = new.wallClock(forTimestamp: old.anchorTimestamp, clockRate: clockRate) - old.anchorWallClock
+        let becameSenderBased = old.source == .arrival
+        guard becameSenderBased || abs(shift) >= changeThreshold else { return nil }
+        return SenderClockChange(mapping: new, shift: shift, becameSenderBased: becameSenderBased)
+    }
+
+    /// Wall-clock µs of an unwrapped RTP timestamp; nil before any mapping.
+    public func wallClock(forTimestamp timestamp: Int64) -> Int64? {
+        mapping?.wallClock(forTimestamp: timestamp, clockRate: clockRate)
+    }
+}

@@ -1,0 +1,137 @@
+// The reorder buffer: in-order release, bounded waits, abandonment, overflow.
+@testable import WebRTCMedia
+import Testing
+
+struct ReorderBufferTests {
+    typealias Buffer = ReorderBuffer<Int64>
+
+    static func released(_ events: [ReorderEvent<Int64>]) -> [Int64] {
+        events.compactMap { if case .packet(let sequence, _) = $0 { sequence } else { nil } }
+    }
+
+    @Test("in-order packets come straight out")
+    func inOrder() {
+        var buffer = Buffer()
+        for seq in Int64(10)..<15 {
+            #expect(buffer.insert(seq, sequence: seq, now: seq * 1000) == .accepted)
+            #expect(buffer.poll(now: seq * 1000) == [.packet(sequence: seq, seq)])
+        }
+        #expect(buffer.nextDeadline == nil)
+        #expect(buffer.packetsReleased == 5)
+    }
+
+    @Test("a reordered packet releases the ones held behind it, in order")
+    func reorder() {
+        var buffer = Buffer()
+        _ = buffer.insert(1, sequence: 1, now: 0)
+        _ = buffer.poll(now: 0)
+        _ = buffer.insert(3, sequence: 3, now: 1000)
+        _ = buffer.insert(4, sequence: 4, now: 2000)
+        #expect(buffer.poll(now: 2000).isEmpty)
+        #expect(buffer.nextDeadline == Int64(1000 + 150_000))
+        #expect(buffer.heldCount == 3)
+        _ = buffer.insert(2, sequence: 2, now: 3000)
+        #expect(Self.released(buffer.poll(now: 3000)) == [2, 3, 4])
+        #expect(buffer.packetsLost == 0)
+    }
+
+    @Test("a gap is waited for maxWait from when it was seen, then reported lost")
+    func timeout() {
+        var buffer = Buffer(configuration: .init(maxWait: 100_000, capacity: 64))
+        _ = buffer.insert(1, sequence: 1, now: 0)
+        _ = buffer.poll(now: 0)
+        _ = buffer.insert(4, sequence: 4, now: 10_000)  // 2, 3 missing since 10 ms
+        _ = buffer.insert(6, sequence: 6, now: 50_000)  // 5 missing since 50 ms
+        #expect(buffer.poll(now: 109_999).isEmpty)
+        #expect(buffer.poll(now: 110_000) == [.lost(2...3, reason: .timedOut), .packet(sequence: 4, 4)])
+        #expect(buffer.nextDeadline == 150_000)
+        // A late arrival of 5 in time is released normally.
+        _ = buffer.insert(5, sequence: 5, now: 120_000)
+        #expect(Self.released(buffer.poll(now: 120_000)) == [5, 6])
+        // And 3, now behind, is too late.
+        #expect(buffer.insert(3, sequence: 3, now: 130_000) == .tooLate)
+        #expect(buffer.packetsTooLate == 1)
+        #expect(buffer.packetsLost == 2)
+    }
+
+    @Test("an abandoned number (NACK gave up) is skipped at once")
+    func abandoned() {
+        var buffer = Buffer()
+        _ = buffer.insert(1, sequence: 1, now: 0)
+        _ = buffer.insert(3, sequence: 3, now: 0)
+        #expect(Self.released(buffer.poll(now: 0)) == [1])
+        buffer.abandon(2)
+        buffer.abandon(99)  // unknown: ignored
+        #expect(buffer.nextDeadline == 0)
+        #expect(buffer.poll(now: 1) == [.lost(2...2, reason: .abandoned), .packet(sequence: 3, 3)])
+    }
+
+    @Test("duplicates are counted and dropped")
+    func duplicates() {
+        var buffer = Buffer()
+        _ = buffer.insert(1, sequence: 1, now: 0)
+        _ = buffer.insert(3, sequence: 3, now: 0)
+        #expect(buffer.insert(3, sequence: 3, now: 1) == .duplicate)
+        #expect(buffer.insert(1, sequence: 1, now: 1) == .duplicate)
+        #expect(buffer.duplicates == 2)
+    }
+
+    @Test("a packet beyond capacity releases or loses the oldest to make room")
+    func overflow() {
+        var buffer = Buffer(configuration: .init(maxWait: 1_000_000, capacity: 8))
+        _ = buffer.insert(0, sequence: 0, now: 0)
+        _ = buffer.poll(now: 0)
+        _ = buffer.insert(2, sequence: 2, now: 0)
+        _ = buffer.insert(3, sequence: 3, now: 0)
+        _ = buffer.insert(9, sequence: 9, now: 0)   // span 1...9 = 9 > 8: 1 goes
+        #expect(buffer.poll(now: 0) == [.lost(1...1, reason: .overflow), .packet(sequence: 2, 2), .packet(sequence: 3, 3)])
+        _ = buffer.insert(30, sequence: 30, now: 0)  // everything before 23 goes
+        #expect(buffer.poll(now: 0) == [.lost(4...8, reason: .overflow), .packet(sequence: 9, 9), .lost(10...22, reason: .overflow)])
+        #expect(buffer.heldCount == 8)  // 23...30
+        #expect(buffer.packetsLost == 1 + 5 + 13)
+        // The rest times out as usual.
+        #expect(buffer.poll(now: 1_000_000) == [.lost(23...29, reason: .timedOut), .packet(sequence: 30, 30)])
+    }
+
+    @Test("reset forgets everything; the next packet starts afresh")
+    func reset() {
+        var buffer = Buffer()
+        _ = buffer.insert(5, sequence: 5, now: 0)
+        _ = buffer.insert(7, sequence: 7, now: 0)
+        buffer.reset()
+        #expect(buffer.nextDeadline == nil)
+        #expect(buffer.insert(100_000, sequence: 100_000, now: 1) == .accepted)
+        #expect(buffer.poll(now: 1) == [.packet(sequence: 100_000, 100_000)])
+    }
+
+    @Test("negative extended numbers (late packets before a wrap) index correctly")
+    func negative() {
+        var buffer = Buffer(configuration: .init(maxWait: 10, capacity: 4))
+        _ = buffer.insert(-2, sequence: -2, now: 0)
+        _ = buffer.insert(0, sequence: 0, now: 0)
+        _ = buffer.insert(-1, sequence: -1, now: 0)
+        #expect(Self.released(buffer.poll(now: 0)) == [-2, -1, 0])
+    }
+
+    @Test("seeded network jitter below maxWait: every packet out once, in order, none lost", arguments: 0..<3)
+    func shuffled(seed: UInt64) {
+        var generator = SeededGenerator(seed: 1000 + seed)
+        var buffer = Buffer(configuration: .init(maxWait: 50_000, capacity: 256))
+        // Sent every 1 ms, each delayed 0...30 ms: up to 30 places out of order.
+        let arrivals = (Int64(1)..<2000).map { (seq: $0, at: $0 * 1000 + Int64.random(in: 0...30_000, using: &generator)) }
+            .sorted { ($0.at, $0.seq) < ($1.at, $1.seq) }
+        _ = buffer.insert(0, sequence: 0, now: 0)
+        var out = Self.released(buffer.poll(now: 0))
+        var reordered = 0
+        for (index, arrival) in arrivals.enumerated() {
+            if arrival.seq != Int64(index + 1) { reordered += 1 }
+            _ = buffer.insert(arrival.seq, sequence: arrival.seq, now: arrival.at)
+            out += Self.released(buffer.poll(now: arrival.at))
+        }
+        let inOrder = out.elementsEqual(0..<2000)
+        #expect(inOrder)
+        #expect(out.count == 2000)
+        #expect(buffer.packetsLost == 0)
+        #expect(reordered > 1000)  // the simulation really reorders
+    }
+}

@@ -1,0 +1,96 @@
+// NTP time, and RTP timestamps mapped onto the sender's wall clock.
+@testable import WebRTCMedia
+import Testing
+
+struct NTPTimeTests {
+    /// 2020-01-01T00:00:00.5Z: NTP seconds 3 786 825 600 (0xE1B65F80), fraction one half.
+    static let ntp: UInt64 = 0xE1B6_5F80_8000_0000
+    static let unix: Int64 = 1_577_836_800_500_000
+
+    @Test("NTP ↔ Unix microseconds, both ways")
+    func conversions() {
+        #expect(NTPTime.unixMicroseconds(fromNTP: Self.ntp) == Self.unix)
+        #expect(NTPTime.ntp(fromUnixMicroseconds: Self.unix) == Self.ntp)
+        #expect(NTPTime.compact(Self.ntp) == 0x5F80_8000)
+        #expect(NTPTime.unixMicroseconds(fromNTP: 0) == -2_208_988_800_000_000)
+        // Before 1970: the fraction stays positive.
+        #expect(NTPTime.ntp(fromUnixMicroseconds: -1) == UInt64(2_208_988_799) << 32 | 0xFFFF_EF39)
+    }
+
+    @Test("a round trip through NTP is exact to the microsecond (NTP era 0: 1900–2036)", arguments: [UInt64(11), 12])
+    func roundTrip(seed: UInt64) {
+        var generator = SeededGenerator(seed: seed)
+        for _ in 0..<2000 {
+            let micros = Int64.random(in: -2_208_988_800_000_000...2_085_978_495_000_000, using: &generator)
+            #expect(NTPTime.unixMicroseconds(fromNTP: NTPTime.ntp(fromUnixMicroseconds: micros)) == micros)
+        }
+    }
+}
+
+struct SenderClockTests {
+    @Test("before any SR, the first packet anchors a provisional mapping on its arrival")
+    func provisional() {
+        var clock = SenderClock(clockRate: 90_000)
+        #expect(clock.wallClock(forTimestamp: 0) == nil)
+        #expect(clock.senderReport(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 0) == nil)  // no packet yet: ignored
+        let change = clock.packetArrived(timestamp: 1000, now: 5_000_000)
+        #expect(change?.mapping == SenderClockMapping(anchorTimestamp: 1000, anchorWallClock: 5_000_000, source: .arrival))
+        #expect(clock.packetArrived(timestamp: 4000, now: 5_040_000) == nil)
+        #expect(clock.wallClock(forTimestamp: 1000 + 90_000) == 6_000_000)
+        #expect(clock.wallClock(forTimestamp: 1000 - 45_000) == 4_500_000)
+    }
+
+    @Test("the first SR replaces it, and says how far the mapping moved")
+    func firstSenderReport() throws {
+        var clock = SenderClock(clockRate: 90_000)
+        _ = clock.packetArrived(timestamp: 1000, now: 5_000_000)
+        // SR: RTP 91 000 (1 s after the anchor) is 2020-01-01T00:00:00.5Z.
+        let update = clock.senderReport(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 91_000)
+        let change = try #require(update)
+        #expect(change.becameSenderBased)
+        #expect(change.mapping.source == .senderReport)
+        #expect(change.shift == NTPTimeTests.unix - 1_000_000 - 5_000_000)
+        #expect(clock.wallClock(forTimestamp: 91_000 + 9000) == NTPTimeTests.unix + 100_000)
+        #expect(clock.senderReportsUsed == 1)
+    }
+
+    @Test("later SRs: drift below the threshold is silent, a jump is reported")
+    func laterReports() {
+        var clock = SenderClock(clockRate: 48_000, changeThreshold: 1_000)
+        _ = clock.packetArrived(timestamp: 0, now: 0)
+        _ = clock.senderReport(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 0)
+        // One second later by both clocks, plus 300 µs of drift.
+        let drifted = NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_000_300)
+        #expect(clock.senderReport(ntpTime: drifted, rtpTimestamp: 48_000) == nil)
+        #expect(clock.wallClock(forTimestamp: 48_000) == NTPTimeTests.unix + 1_000_300)
+        // The sender's wall clock was stepped by 2 s.
+        let stepped = NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 4_000_300)
+        let change = clock.senderReport(ntpTime: stepped, rtpTimestamp: 96_000)
+        #expect(change?.shift == 2_000_000)
+        #expect(change?.becameSenderBased == false)
+    }
+
+    @Test("audio and video of one publisher land on one timeline through their SRs")
+    func lipSync() {
+        // Random RTP origins; the same capture instant T = unix + 3 s on both.
+        var audio = SenderClock(clockRate: 48_000)
+        var video = SenderClock(clockRate: 90_000)
+        var audioTimestamps = TimestampUnwrapper()
+        var videoTimestamps = TimestampUnwrapper()
+        let audioOrigin: UInt32 = 4_294_000_000, videoOrigin: UInt32 = 123_456
+        _ = audio.packetArrived(timestamp: audioTimestamps.unwrap(audioOrigin), now: 10)
+        _ = video.packetArrived(timestamp: videoTimestamps.unwrap(videoOrigin), now: 20)
+        // SRs at unix + 1 s (audio) and unix + 1.5 s (video), each from its own origin.
+        let audioSR = audioOrigin &+ 48_000
+        let videoSR = videoOrigin &+ 135_000
+        _ = audio.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_000_000),
+                               rtpTimestamp: audioTimestamps.peek(audioSR))
+        _ = video.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_500_000),
+                               rtpTimestamp: videoTimestamps.peek(videoSR))
+        // At T the audio clock reads origin + 3 × 48 000 (past 2^32), the video one origin + 3 × 90 000.
+        let audioAtT = audio.wallClock(forTimestamp: audioTimestamps.unwrap(audioOrigin &+ 144_000))
+        let videoAtT = video.wallClock(forTimestamp: videoTimestamps.unwrap(videoOrigin &+ 270_000))
+        #expect(audioAtT == NTPTimeTests.unix + 3_000_000)
+        #expect(videoAtT == NTPTimeTests.unix + 3_000_000)
+    }
+}
