@@ -37,6 +37,11 @@ public enum APIOperation: String, Sendable, CaseIterable {
     case listIngestConfigurations = "ListIngestConfigurations"
     case updateIngestConfiguration = "UpdateIngestConfiguration"
     case deleteIngestConfiguration = "DeleteIngestConfiguration"
+    case createParticipantToken = "CreateParticipantToken"
+    case importPublicKey = "ImportPublicKey"
+    case getPublicKey = "GetPublicKey"
+    case listPublicKeys = "ListPublicKeys"
+    case deletePublicKey = "DeletePublicKey"
     case tagResource = "TagResource"
     case untagResource = "UntagResource"
     case listTagsForResource = "ListTagsForResource"
@@ -91,8 +96,12 @@ public enum APIOperation: String, Sendable, CaseIterable {
         case .getStageSession, .getParticipant, .getIngestConfiguration: [.resourceNotFound, .validation, .accessDenied]
         case .disconnectParticipant: [.resourceNotFound, .validation, .accessDenied, .pendingVerification]
         case .createIngestConfiguration: [.validation, .accessDenied, .serviceQuotaExceeded, .pendingVerification]
-        case .updateIngestConfiguration, .deleteIngestConfiguration:
+        case .updateIngestConfiguration, .deleteIngestConfiguration, .deletePublicKey:
             [.resourceNotFound, .validation, .accessDenied, .conflict, .pendingVerification]
+        case .createParticipantToken: [.resourceNotFound, .validation, .accessDenied, .serviceQuotaExceeded, .pendingVerification]
+        case .importPublicKey: [.validation, .accessDenied, .serviceQuotaExceeded, .conflict, .pendingVerification]
+        case .getPublicKey: [.resourceNotFound, .validation, .accessDenied]
+        case .listPublicKeys: [.validation, .accessDenied]
         }
     }
 

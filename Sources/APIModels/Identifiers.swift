@@ -123,6 +123,10 @@ enum CharacterRules {
     static func isBucketCharacter(_ s: Unicode.Scalar) -> Bool {
         ("a"..."z").contains(s) || isDigit(s) || s == "-" || s == "."
     }
+    /// What a regular expression's `.` does not match (Java's line terminators).
+    static func isLineTerminator(_ s: Unicode.Scalar) -> Bool {
+        s == "\n" || s == "\r" || s == "\u{85}" || s == "\u{2028}" || s == "\u{2029}"
+    }
     /// `[a-zA-Z0-9+/=_-]*` (pagination tokens)
     static func isTokenCharacter(_ s: Unicode.Scalar) -> Bool {
         isAlphanumeric(s) || s == "+" || s == "/" || s == "=" || s == "_" || s == "-"

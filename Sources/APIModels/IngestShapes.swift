@@ -9,12 +9,14 @@ public enum IngestConfigurationState: String, Codable, Sendable, CaseIterable {
     case active = "ACTIVE", inactive = "INACTIVE"
 }
 
+/// One of the extra keys of a redundant-ingest configuration. Decoded and stored so the
+/// shape round-trips; this daemon does not offer redundant ingest.
 public struct RedundantIngestCredential: Codable, Hashable, Sendable {
+    public var participantId: String?
     public var streamKey: String?
-    public var ingestEndpoint: String?
-    public init(streamKey: String? = nil, ingestEndpoint: String? = nil) {
+    public init(participantId: String? = nil, streamKey: String? = nil) {
+        self.participantId = participantId
         self.streamKey = streamKey
-        self.ingestEndpoint = ingestEndpoint
     }
 }
 
@@ -35,6 +37,7 @@ public struct IngestConfiguration: Codable, Hashable, Sendable {
 
     public init(name: String? = nil, arn: String, ingestProtocol: IngestProtocol, streamKey: String, stageArn: String,
                 participantId: String, state: IngestConfigurationState, userId: String? = nil, redundantIngest: Bool? = nil,
+                redundantIngestCredentials: [RedundantIngestCredential]? = nil,
                 attributes: [String: String]? = nil, tags: Tags? = nil) {
         self.name = name
         self.arn = arn
@@ -45,6 +48,7 @@ public struct IngestConfiguration: Codable, Hashable, Sendable {
         self.state = state
         self.userId = userId
         self.redundantIngest = redundantIngest
+        self.redundantIngestCredentials = redundantIngestCredentials
         self.attributes = attributes
         self.tags = tags
     }
@@ -172,6 +176,7 @@ public struct ListIngestConfigurationsResponse: Codable, Hashable, Sendable {
 /// `rt_<account>_<region>_<ingest configuration id>_<secret>`, matching the model's
 /// StreamKey pattern `rt_[0-9]+_[a-z0-9-]+_[a-zA-Z0-9-]+_.+`. The secret is what
 /// authenticates a publisher; the ID only says which configuration to check it against.
+/// `description` is the whole key (it goes into API responses); log `redacted` instead.
 public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
     public let account: String
     public let region: String
@@ -179,14 +184,22 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
     public let secret: String
 
     public static let secretLength = 32
+    /// Longer input is refused before any parsing (a publisher sends this string).
+    public static let maximumLength = 512
 
-    /// A new key with `secretLength` random alphanumerics. Pass `SystemRandomNumberGenerator`
-    /// (a CSPRNG on Linux: getrandom(2)) outside tests.
+    /// A new key with `secretLength` random alphanumerics (62 symbols: about 190 bits).
+    /// The server passes `SystemRandomNumberGenerator`, which on Linux reads getrandom(2),
+    /// a CSPRNG; tests pass a seeded generator.
     public static func generate(account: String, region: String, ingestConfigurationID: String,
                                 using generator: inout some RandomNumberGenerator) -> StreamKey {
         var secret = ""
         for _ in 0..<secretLength { secret.append(ResourceID.alphabet.randomElement(using: &generator)!) }
         return StreamKey(account: account, region: region, ingestConfigurationID: ingestConfigurationID, secret: secret)
+    }
+
+    /// A new key for the ingest configuration `arn` (its account, region and ID).
+    public static func generate(for arn: IVSARN, using generator: inout some RandomNumberGenerator) -> StreamKey {
+        generate(account: arn.account, region: arn.region, ingestConfigurationID: arn.resourceID, using: &generator)
     }
 
     init(account: String, region: String, ingestConfigurationID: String, secret: String) {
@@ -197,13 +210,21 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Parses a key; nil when it does not have the shape (never a crash on publisher input).
+    /// The region and ID cannot contain `_`, so the first four underscores split the key and
+    /// the secret keeps any further ones; like the pattern's `.`, it has no line breaks.
     public init?(parsing text: String) {
-        guard text.hasPrefix("rt_"), text.utf8.count <= 512 else { return nil }
+        guard text.hasPrefix("rt_"), text.utf8.count <= Self.maximumLength else { return nil }
         let parts = text.dropFirst(3).split(separator: "_", maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count == 4, CharacterRules.isAccount(String(parts[0])), CharacterRules.isRegion(String(parts[1])),
-              CharacterRules.isResourceID(String(parts[2])), !parts[3].isEmpty else { return nil }
+              CharacterRules.isResourceID(String(parts[2])), !parts[3].isEmpty,
+              !parts[3].unicodeScalars.contains(where: CharacterRules.isLineTerminator) else { return nil }
         self.init(account: String(parts[0]), region: String(parts[1]), ingestConfigurationID: String(parts[2]),
                   secret: String(parts[3]))
+    }
+
+    /// The ingest configuration ID inside `text`; nil for anything that is not a stream key.
+    public static func ingestConfigurationID(in text: String) -> String? {
+        StreamKey(parsing: text)?.ingestConfigurationID
     }
 
     public var description: String { "rt_\(account)_\(region)_\(ingestConfigurationID)_\(secret)" }

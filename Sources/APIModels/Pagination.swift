@@ -3,9 +3,16 @@
 import Foundation
 
 public enum Pagination {
-    /// The model's maxResults defaults: 100, except ListStages (50).
+    /// The model's maxResults defaults (documented per operation): 100 for compositions and
+    /// encoder and storage configurations, 50 for the rest.
     public static func defaultMaxResults(for operation: APIOperation) -> Int {
-        operation == .listStages ? 50 : 100
+        switch operation {
+        case .listStages, .listStageSessions, .listParticipants, .listParticipantEvents, .listIngestConfigurations,
+             .listPublicKeys:
+            50
+        default:
+            100
+        }
     }
 
     /// One page of `items` ordered by `key` (ascending; ARNs make a stable order), starting

@@ -14,13 +14,28 @@ public enum ParticipantRecordingState: String, Codable, Sendable, CaseIterable {
     case disabled = "DISABLED"
 }
 
-public enum ParticipantEventName: String, Codable, Sendable, CaseIterable {
+/// Participant replication between stages (not offered here; participants report NONE).
+public enum ReplicationType: String, Codable, Sendable, CaseIterable {
+    // Not `none`: as an optional member, `.none` would read as nil.
+    case source = "SOURCE", replica = "REPLICA", notReplicated = "NONE"
+}
+
+public enum ReplicationState: String, Codable, Sendable, CaseIterable {
+    case active = "ACTIVE", stopped = "STOPPED"
+}
+
+/// The model's `EventName`: what happened to a participant during a stage session.
+public enum EventName: String, Codable, Sendable, CaseIterable {
     case joined = "JOINED", left = "LEFT", publishStarted = "PUBLISH_STARTED", publishStopped = "PUBLISH_STOPPED"
     case subscribeStarted = "SUBSCRIBE_STARTED", subscribeStopped = "SUBSCRIBE_STOPPED", publishError = "PUBLISH_ERROR"
     case subscribeError = "SUBSCRIBE_ERROR", joinError = "JOIN_ERROR", replicationStarted = "REPLICATION_STARTED"
     case replicationStopped = "REPLICATION_STOPPED", tokenExchanged = "TOKEN_EXCHANGED"
 }
 
+/// The name the daemon's code first used for `EventName`.
+public typealias ParticipantEventName = EventName
+
+/// The model's `EventErrorCode`: why a PUBLISH_ERROR, SUBSCRIBE_ERROR or JOIN_ERROR happened.
 public enum EventErrorCode: String, Codable, Sendable, CaseIterable {
     case insufficientCapabilities = "INSUFFICIENT_CAPABILITIES", quotaExceeded = "QUOTA_EXCEEDED"
     case publisherNotFound = "PUBLISHER_NOT_FOUND", bitrateExceeded = "BITRATE_EXCEEDED"
@@ -31,9 +46,11 @@ public enum EventErrorCode: String, Codable, Sendable, CaseIterable {
     case internalServerException = "INTERNAL_SERVER_EXCEPTION"
 }
 
+/// A stage session: from the first participant joining to the last one leaving.
 public struct StageSession: Codable, Hashable, Sendable {
     public var sessionId: String?
     public var startTime: APITimestamp?
+    /// Nil while the session is active.
     public var endTime: APITimestamp?
     public init(sessionId: String?, startTime: APITimestamp?, endTime: APITimestamp? = nil) {
         self.sessionId = sessionId
@@ -55,6 +72,7 @@ public struct StageSessionSummary: Codable, Hashable, Sendable {
     }
 }
 
+/// The model's `Participant`: every member optional, as in the model.
 public struct Participant: Codable, Hashable, Sendable {
     public var participantId: String?
     public var userId: String?
@@ -72,13 +90,15 @@ public struct Participant: Codable, Hashable, Sendable {
     public var recordingS3Prefix: String?
     public var recordingState: ParticipantRecordingState?
     public var `protocol`: ParticipantProtocol?
-    public var replicationType: String?
-    public var replicationState: String?
+    public var replicationType: ReplicationType?
+    public var replicationState: ReplicationState?
     public var sourceStageArn: String?
     public var sourceSessionId: String?
     public var redundantIngest: Bool?
     public var ingestConfigurationArn: String?
 
+    /// A participant as this daemon reports one: no individual recording (bucket and prefix
+    /// "", as the model says for disabled recording) and no replication (NONE).
     public init(participantId: String?, userId: String?, state: ParticipantState?, firstJoinTime: APITimestamp?,
                 attributes: [String: String]?, published: Bool?, recordingState: ParticipantRecordingState? = .disabled,
                 protocol: ParticipantProtocol?, ingestConfigurationArn: String? = nil) {
@@ -91,15 +111,15 @@ public struct Participant: Codable, Hashable, Sendable {
         self.recordingState = recordingState
         self.protocol = `protocol`
         self.ingestConfigurationArn = ingestConfigurationArn
-        // No individual participant recording here: the model says "" when disabled.
         recordingS3BucketName = ""
         recordingS3Prefix = ""
-        replicationType = "NONE"
+        replicationType = .notReplicated
     }
 
     public var summary: ParticipantSummary {
         ParticipantSummary(participantId: participantId, userId: userId, state: state, firstJoinTime: firstJoinTime,
                            published: published, recordingState: recordingState, replicationType: replicationType,
+                           replicationState: replicationState, sourceStageArn: sourceStageArn, sourceSessionId: sourceSessionId,
                            redundantIngest: redundantIngest, ingestConfigurationArn: ingestConfigurationArn)
     }
 }
@@ -111,15 +131,16 @@ public struct ParticipantSummary: Codable, Hashable, Sendable {
     public var firstJoinTime: APITimestamp?
     public var published: Bool?
     public var recordingState: ParticipantRecordingState?
-    public var replicationType: String?
-    public var replicationState: String?
+    public var replicationType: ReplicationType?
+    public var replicationState: ReplicationState?
     public var sourceStageArn: String?
     public var sourceSessionId: String?
     public var redundantIngest: Bool?
     public var ingestConfigurationArn: String?
 
     public init(participantId: String?, userId: String?, state: ParticipantState?, firstJoinTime: APITimestamp?,
-                published: Bool?, recordingState: ParticipantRecordingState?, replicationType: String?,
+                published: Bool?, recordingState: ParticipantRecordingState?, replicationType: ReplicationType?,
+                replicationState: ReplicationState? = nil, sourceStageArn: String? = nil, sourceSessionId: String? = nil,
                 redundantIngest: Bool?, ingestConfigurationArn: String?) {
         self.participantId = participantId
         self.userId = userId
@@ -128,27 +149,58 @@ public struct ParticipantSummary: Codable, Hashable, Sendable {
         self.published = published
         self.recordingState = recordingState
         self.replicationType = replicationType
+        self.replicationState = replicationState
+        self.sourceStageArn = sourceStageArn
+        self.sourceSessionId = sourceSessionId
         self.redundantIngest = redundantIngest
         self.ingestConfigurationArn = ingestConfigurationArn
     }
 }
 
-/// The model's `Event`.
+/// The model's `ExchangedParticipantToken` (the before and after of a TOKEN_EXCHANGED event).
+public struct ExchangedParticipantToken: Codable, Hashable, Sendable {
+    public var capabilities: [ParticipantTokenCapability]?
+    public var attributes: [String: String]?
+    public var userId: String?
+    public var expirationTime: APITimestamp?
+
+    public init(capabilities: [ParticipantTokenCapability]? = nil, attributes: [String: String]? = nil,
+                userId: String? = nil, expirationTime: APITimestamp? = nil) {
+        self.capabilities = capabilities
+        self.attributes = attributes
+        self.userId = userId
+        self.expirationTime = expirationTime
+    }
+}
+
+/// The model's `Event`: one occurrence in a participant's stage session.
 public struct ParticipantEvent: Codable, Hashable, Sendable {
-    public var name: ParticipantEventName?
+    public var name: EventName?
     public var participantId: String?
     public var eventTime: APITimestamp?
+    /// The publisher, for subscribe events; nil for publish and join events.
     public var remoteParticipantId: String?
+    /// Set for the error events only.
     public var errorCode: EventErrorCode?
     public var destinationStageArn: String?
     public var destinationSessionId: String?
     public var replica: Bool?
+    public var previousToken: ExchangedParticipantToken?
+    public var newToken: ExchangedParticipantToken?
 
-    public init(name: ParticipantEventName?, participantId: String?, eventTime: APITimestamp?, errorCode: EventErrorCode? = nil) {
+    public init(name: EventName?, participantId: String?, eventTime: APITimestamp?, errorCode: EventErrorCode? = nil,
+                remoteParticipantId: String? = nil, destinationStageArn: String? = nil, destinationSessionId: String? = nil,
+                replica: Bool? = nil, previousToken: ExchangedParticipantToken? = nil, newToken: ExchangedParticipantToken? = nil) {
         self.name = name
         self.participantId = participantId
         self.eventTime = eventTime
         self.errorCode = errorCode
+        self.remoteParticipantId = remoteParticipantId
+        self.destinationStageArn = destinationStageArn
+        self.destinationSessionId = destinationSessionId
+        self.replica = replica
+        self.previousToken = previousToken
+        self.newToken = newToken
     }
 }
 
@@ -289,15 +341,22 @@ public struct UpdateStageResponse: Codable, Hashable, Sendable {
     public init(stage: Stage?) { self.stage = stage }
 }
 
-/// `st-` + 13 alphanumerics: the model's StageSessionId (16 characters).
+/// `st-` + 13 alphanumerics: the model's StageSessionId (exactly 16 characters,
+/// `st-[a-zA-Z0-9]+`).
 public enum StageSessionID {
+    public static let prefix = "st-"
+    public static let length = 16
+
+    /// A new session ID; the server passes `SystemRandomNumberGenerator`, tests a seeded one.
     public static func generate(using generator: inout some RandomNumberGenerator) -> String {
-        var text = "st-"
-        for _ in 0..<13 { text.append(ResourceID.alphabet.randomElement(using: &generator)!) }
+        var text = prefix
+        for _ in prefix.count..<length { text.append(ResourceID.alphabet.randomElement(using: &generator)!) }
         return text
     }
 
+    /// Whether `text` is a session ID of the model's shape.
     public static func isValid(_ text: String) -> Bool {
-        text.unicodeScalars.count == 16 && text.hasPrefix("st-") && text.unicodeScalars.dropFirst(3).allSatisfy(CharacterRules.isAlphanumeric)
+        text.unicodeScalars.count == length && text.hasPrefix(prefix)
+            && text.unicodeScalars.dropFirst(prefix.count).allSatisfy(CharacterRules.isAlphanumeric)
     }
 }

@@ -357,24 +357,29 @@ extension CreateStageRequest: APIRequest {
         for (index, token) in (participantTokenConfigurations ?? []).enumerated() {
             let path = "participantTokenConfigurations[\(index)]"
             try Rule.range(token.duration, ModelLimits.participantTokenDurationMinutes, at: "\(path).duration")
-            if let userId = token.userId { try Rule.length(userId, 0...128, at: "\(path).userId") }
-            try Rule.count(token.capabilities, 0...2, at: "\(path).capabilities")
+            if let userId = token.userId { try Rule.length(userId, ModelLimits.userIdLength, at: "\(path).userId") }
+            try Rule.attributes(token.attributes, at: "\(path).attributes")
+            try Rule.count(token.capabilities, ModelLimits.participantTokenCapabilities, at: "\(path).capabilities")
         }
         try Rule.tags(tags)
-        if let recording = autoParticipantRecordingConfiguration {
-            let path = "autoParticipantRecordingConfiguration"
-            if !recording.storageConfigurationArn.isEmpty {
-                try Rule.arn(recording.storageConfigurationArn, .storageConfiguration, at: "\(path).storageConfigurationArn")
-            }
-            try Rule.count(recording.mediaTypes, 0...1, at: "\(path).mediaTypes")
-            try Rule.range(recording.thumbnailConfiguration?.targetIntervalSeconds, ModelLimits.thumbnailIntervalSeconds,
-                           at: "\(path).thumbnailConfiguration.targetIntervalSeconds")
-            try Rule.count(recording.thumbnailConfiguration?.storage, 0...2, at: "\(path).thumbnailConfiguration.storage")
-            try Rule.range(recording.recordingReconnectWindowSeconds, ModelLimits.participantRecordingReconnectWindowSeconds,
-                           at: "\(path).recordingReconnectWindowSeconds")
-            try Rule.range(recording.hlsConfiguration?.targetSegmentDurationSeconds, ModelLimits.targetSegmentDurationSeconds,
-                           at: "\(path).hlsConfiguration.targetSegmentDurationSeconds")
+        try autoParticipantRecordingConfiguration?.validate(at: "autoParticipantRecordingConfiguration")
+    }
+}
+
+extension AutoParticipantRecordingConfiguration {
+    func validate(at path: String) throws(APIError) {
+        // "" turns individual participant recording off.
+        if !storageConfigurationArn.isEmpty {
+            try Rule.arn(storageConfigurationArn, .storageConfiguration, at: "\(path).storageConfigurationArn")
         }
+        try Rule.count(mediaTypes, 0...1, at: "\(path).mediaTypes")
+        try Rule.range(thumbnailConfiguration?.targetIntervalSeconds, ModelLimits.thumbnailIntervalSeconds,
+                       at: "\(path).thumbnailConfiguration.targetIntervalSeconds")
+        try Rule.count(thumbnailConfiguration?.storage, 0...2, at: "\(path).thumbnailConfiguration.storage")
+        try Rule.range(recordingReconnectWindowSeconds, ModelLimits.participantRecordingReconnectWindowSeconds,
+                       at: "\(path).recordingReconnectWindowSeconds")
+        try Rule.range(hlsConfiguration?.targetSegmentDurationSeconds, ModelLimits.targetSegmentDurationSeconds,
+                       at: "\(path).hlsConfiguration.targetSegmentDurationSeconds")
     }
 }
 
@@ -431,6 +436,7 @@ extension ModelLimits {
     /// The documented 1 KB budget of participant attributes (keys and values, UTF-8).
     public static let attributesBytes = 1024
     public static let participantIdLength = 0...64
+    public static let participantTokenCapabilities = 0...2
 }
 
 extension Rule {
@@ -500,7 +506,7 @@ extension ListIngestConfigurationsRequest: APIRequest {
     public func validate(options: ValidationOptions) throws(APIError) {
         if let filterByStageArn { try Rule.arn(filterByStageArn, .stage, at: "filterByStageArn") }
         if filterByStageArn != nil && filterByState != nil {
-            throw Rule.fail("filterByStageArn", "only one filter (filterByStageArn or filterByState) can be used at a time")
+            throw Rule.fail("filterByState", "only one filter (filterByStageArn or filterByState) can be used at a time")
         }
         try Rule.nextToken(nextToken)
         try Rule.maxResults(maxResults)
@@ -512,6 +518,7 @@ extension UpdateStageRequest: APIRequest {
     public func validate(options: ValidationOptions) throws(APIError) {
         try Rule.arn(arn, .stage, at: "arn")
         try Rule.name(name, at: "name")
+        try autoParticipantRecordingConfiguration?.validate(at: "autoParticipantRecordingConfiguration")
     }
 }
 
@@ -538,9 +545,13 @@ extension ListParticipantsRequest: APIRequest {
         try Rule.arn(stageArn, .stage, at: "stageArn")
         try Rule.sessionId(sessionId)
         if let filterByUserId { try Rule.length(filterByUserId, ModelLimits.userIdLength, at: "filterByUserId") }
-        let filters = [filterByUserId != nil, filterByPublished != nil, filterByState != nil, filterByRecordingState != nil]
-        if filters.filter({ $0 }).count > 1 {
-            throw Rule.fail("filterByUserId", "only one of filterByUserId, filterByPublished, filterByState or filterByRecordingState can be provided")
+        let given = [("filterByUserId", filterByUserId != nil), ("filterByPublished", filterByPublished != nil),
+                     ("filterByState", filterByState != nil), ("filterByRecordingState", filterByRecordingState != nil)]
+            .filter(\.1).map(\.0)
+        if given.count > 1 {
+            // The message starts with the second filter given: the one that broke the rule.
+            throw Rule.fail(given[1], "only one of filterByUserId, filterByPublished, filterByState or filterByRecordingState "
+                + "can be provided (got \(given.joined(separator: ", ")))")
         }
         if filterByRecordingState == .disabled {
             throw Rule.fail("filterByRecordingState", "must be one of STARTING, ACTIVE, STOPPING, STOPPED, FAILED")
@@ -577,5 +588,101 @@ extension DisconnectParticipantRequest: APIRequest {
         // ParticipantTokenId: [a-zA-Z0-9-_]*, at most 64.
         try Rule.participantId(participantId, allowUnderscore: true)
         if let reason { try Rule.length(reason, ModelLimits.reasonLength, at: "reason") }
+    }
+}
+
+// MARK: - WHIP: participant tokens and public keys
+
+extension Rule {
+    /// The model's PublicKeyMaterial pattern, which is searched for (not anchored):
+    /// `-----BEGIN PUBLIC KEY-----\r?\n([a-zA-Z0-9+/=\r\n]+)\r?\n-----END PUBLIC KEY-----`.
+    /// That is a BEGIN line, then at least one base64 or line-break character, then a line
+    /// break right before the END marker.
+    static func publicKeyMaterial(_ value: String, at path: String = "publicKeyMaterial") throws(APIError) {
+        guard PEMShape.containsPublicKey(value) else {
+            throw fail(path, "must contain a PEM public key (-----BEGIN PUBLIC KEY-----, base64 lines, -----END PUBLIC KEY-----)")
+        }
+    }
+}
+
+/// The PEM check behind `Rule.publicKeyMaterial`, on UTF-8 bytes.
+enum PEMShape {
+    static let begin = Array("-----BEGIN PUBLIC KEY-----".utf8)
+    static let end = Array("-----END PUBLIC KEY-----".utf8)
+
+    static func containsPublicKey(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var searchFrom = 0
+        while let start = find(begin, in: bytes, from: searchFrom) {
+            searchFrom = start + 1
+            var index = start + begin.count
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\r") { index += 1 }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\n") else { continue }
+            index += 1
+            // The body cannot contain '-', so only the first END after it can close it.
+            guard let stop = find(end, in: bytes, from: index) else { continue }
+            let body = bytes[index..<stop]
+            // `[...]+` then `\r?\n`: one body character at least, and the last one a line feed.
+            if body.count >= 2, body.last == UInt8(ascii: "\n"), body.allSatisfy(isBodyByte) { return true }
+        }
+        return false
+    }
+
+    static func isBodyByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="), UInt8(ascii: "\r"), UInt8(ascii: "\n"):
+            true
+        default:
+            false
+        }
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard needle.count <= haystack.count else { return nil }
+        var index = start
+        while index + needle.count <= haystack.count {
+            if haystack[index..<index + needle.count].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
+    }
+}
+
+extension CreateParticipantTokenRequest: APIRequest {
+    public static var operation: APIOperation { .createParticipantToken }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.range(duration, ModelLimits.participantTokenDurationMinutes, at: "duration")
+        if let userId { try Rule.length(userId, ModelLimits.userIdLength, at: "userId") }
+        try Rule.attributes(attributes)
+        try Rule.count(capabilities, ModelLimits.participantTokenCapabilities, at: "capabilities")
+    }
+}
+
+extension ImportPublicKeyRequest: APIRequest {
+    public static var operation: APIOperation { .importPublicKey }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.publicKeyMaterial(publicKeyMaterial)
+        try Rule.name(name, at: "name")
+        try Rule.tags(tags)
+    }
+}
+
+extension GetPublicKeyRequest: APIRequest {
+    public static var operation: APIOperation { .getPublicKey }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .publicKey, at: "arn") }
+}
+
+extension DeletePublicKeyRequest: APIRequest {
+    public static var operation: APIOperation { .deletePublicKey }
+    public func validate(options: ValidationOptions) throws(APIError) { try Rule.arn(arn, .publicKey, at: "arn") }
+}
+
+extension ListPublicKeysRequest: APIRequest {
+    public static var operation: APIOperation { .listPublicKeys }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.nextToken(nextToken)
+        try Rule.maxResults(maxResults)
     }
 }

@@ -1,7 +1,9 @@
 // What the control plane keeps across restarts: encoder and storage configurations, stages
 // (with the recorded source they point at), and compositions with their state, destinations,
-// times and failure reason. Tags travel inside each resource. The SQLite implementation is
-// the daemon's; the in-memory one serves unit tests. Both behave the same.
+// times and failure reason; for live stages, ingest configurations, stage sessions with their
+// participants and events, and imported public keys. Tags travel inside each resource. The
+// SQLite implementation is the daemon's; the in-memory one serves unit tests. Both behave
+// the same.
 public import APIModels
 
 /// A stage registered through CreateStage (config-file stages are not stored).
@@ -73,6 +75,7 @@ public struct StoredIngestConfiguration: Codable, Hashable, Sendable {
     public var arn: String { configuration.arn }
 }
 
+/// A session of a stage; keyed by the stage ARN and `session.sessionId`.
 public struct StoredStageSession: Codable, Hashable, Sendable {
     public var stageArn: String
     public var session: StageSession
@@ -82,6 +85,7 @@ public struct StoredStageSession: Codable, Hashable, Sendable {
     }
 }
 
+/// A participant of one session; keyed by stage, session and `participant.participantId`.
 public struct StoredParticipant: Codable, Hashable, Sendable {
     public var stageArn: String
     public var sessionId: String
@@ -91,6 +95,31 @@ public struct StoredParticipant: Codable, Hashable, Sendable {
         self.sessionId = sessionId
         self.participant = participant
     }
+}
+
+/// One event of a participant in a session. `participantId` files it (the event's own
+/// `participantId` is what the API shows).
+public struct StoredParticipantEvent: Codable, Hashable, Sendable {
+    public var stageArn: String
+    public var sessionId: String
+    public var participantId: String
+    public var event: ParticipantEvent
+
+    public init(stageArn: String, sessionId: String, participantId: String, event: ParticipantEvent) {
+        self.stageArn = stageArn
+        self.sessionId = sessionId
+        self.participantId = participantId
+        self.event = event
+    }
+}
+
+/// A public key imported with ImportPublicKey; keyed by `publicKey.arn`.
+public struct StoredPublicKey: Codable, Hashable, Sendable {
+    public var publicKey: PublicKey
+
+    public init(publicKey: PublicKey) { self.publicKey = publicKey }
+
+    public var arn: String { publicKey.arn ?? "" }
 }
 
 public struct PersistenceError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -119,6 +148,9 @@ public protocol CompositionStore: Sendable {
 
     func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError)
     func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration?
+    /// The configuration whose `streamKey` is exactly `streamKey` (an indexed look-up: this
+    /// runs for every RTMP publish attempt).
+    func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration?
     func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration]
     func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool
 
@@ -134,14 +166,35 @@ public protocol CompositionStore: Sendable {
     func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant?
     /// A session's participants in the order they first joined.
     func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant]
-    func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError)
+    /// Adds an event after every event stored so far.
+    func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError)
     /// A participant's events, in the order they were appended.
     func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent]
     /// Forgets sessions (with their participants and events) that ended before `seconds` since 1970.
+    /// Open sessions are never pruned.
     func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError)
+
+    func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError)
+    func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey?
+    /// Ordered by ARN.
+    func publicKeys() async throws(PersistenceError) -> [StoredPublicKey]
+    func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool
 
     func putComposition(_ value: StoredComposition) async throws(PersistenceError)
     func composition(arn: String) async throws(PersistenceError) -> StoredComposition?
     func compositions() async throws(PersistenceError) -> [StoredComposition]
     func deleteComposition(arn: String) async throws(PersistenceError) -> Bool
+}
+
+extension CompositionStore {
+    /// Appends `event`, filed under its own `participantId`.
+    public func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError) {
+        try await appendParticipantEvent(StoredParticipantEvent(stageArn: stageArn, sessionId: sessionId,
+                                                                participantId: event.participantId ?? "", event: event))
+    }
+
+    /// Forgets sessions (with their participants and events) that ended before `time`.
+    public func pruneStageSessions(endedBefore time: APITimestamp) async throws(PersistenceError) {
+        try await pruneStageSessions(endedBefore: time.secondsSince1970)
+    }
 }

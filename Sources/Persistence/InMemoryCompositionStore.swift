@@ -14,6 +14,7 @@ public final class InMemoryCompositionStore: CompositionStore {
         var participants: [String: [String: (order: Int, value: StoredParticipant)]] = [:]
         var events: [String: [(participantId: String, event: ParticipantEvent)]] = [:]
         var joinCounter = 0
+        var publicKeys: [String: StoredPublicKey] = [:]
     }
 
     private static func key(_ stageArn: String, _ sessionId: String) -> String { stageArn + " " + sessionId }
@@ -67,6 +68,11 @@ public final class InMemoryCompositionStore: CompositionStore {
     public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
         tables.withLock { $0.ingestConfigurations[arn] }
     }
+    public func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
+        tables.withLock { tables in
+            tables.ingestConfigurations.values.sorted { $0.arn < $1.arn }.first { $0.configuration.streamKey == streamKey }
+        }
+    }
     public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
         tables.withLock { $0.ingestConfigurations.values.sorted { $0.arn < $1.arn } }
     }
@@ -105,8 +111,8 @@ public final class InMemoryCompositionStore: CompositionStore {
     public func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant] {
         tables.withLock { ($0.participants[Self.key(stageArn, sessionId)] ?? [:]).values.sorted { $0.order < $1.order }.map(\.value) }
     }
-    public func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError) {
-        tables.withLock { $0.events[Self.key(stageArn, sessionId), default: []].append((event.participantId ?? "", event)) }
+    public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
+        tables.withLock { $0.events[Self.key(value.stageArn, value.sessionId), default: []].append((value.participantId, value.event)) }
     }
     public func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent] {
         tables.withLock { ($0.events[Self.key(stageArn, sessionId)] ?? []).filter { $0.participantId == participantId }.map(\.event) }
@@ -120,6 +126,19 @@ public final class InMemoryCompositionStore: CompositionStore {
                 tables.events[key] = nil
             }
         }
+    }
+
+    public func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError) {
+        tables.withLock { $0.publicKeys[value.arn] = value }
+    }
+    public func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey? {
+        tables.withLock { $0.publicKeys[arn] }
+    }
+    public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
+        tables.withLock { $0.publicKeys.values.sorted { $0.arn < $1.arn } }
+    }
+    public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
+        tables.withLock { $0.publicKeys.removeValue(forKey: arn) != nil }
     }
 
     public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {

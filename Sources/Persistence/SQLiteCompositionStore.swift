@@ -81,6 +81,25 @@ public final class SQLiteCompositionStore: CompositionStore {
             }
             try db.create(index: "participantEventBySession", on: "participantEvent", columns: ["stageArn", "sessionId", "participantId"])
         }
+        migrator.registerMigration("v3-stream-keys-public-keys") { db in
+            // RTMP publishers are admitted by stream key: give it an indexed column, filled
+            // in for the configurations v2 stored (a document that cannot be read keeps NULL,
+            // and reading it by ARN reports the problem).
+            try db.alter(table: Table.ingest.rawValue) { t in t.add(column: "streamKey", .text) }
+            let rows = try Row.fetchAll(db, sql: "SELECT arn, document FROM \(Table.ingest.rawValue)")
+            for row in rows {
+                let arn: String = row["arn"]
+                let document: String = row["document"]
+                guard let stored = try? decode(StoredIngestConfiguration.self, from: document) else { continue }
+                try db.execute(sql: "UPDATE \(Table.ingest.rawValue) SET streamKey = ? WHERE arn = ?",
+                               arguments: [stored.configuration.streamKey, arn])
+            }
+            try db.create(index: "ingestConfigurationByStreamKey", on: Table.ingest.rawValue, columns: ["streamKey"])
+            try db.create(table: Table.publicKey.rawValue) { t in
+                t.primaryKey("arn", .text)
+                t.column("document", .text).notNull()
+            }
+        }
         return migrator
     }
 
@@ -90,6 +109,7 @@ public final class SQLiteCompositionStore: CompositionStore {
         case stage
         case composition
         case ingest = "ingestConfiguration"
+        case publicKey
     }
 
     // MARK: Generic rows
@@ -194,10 +214,15 @@ public final class SQLiteCompositionStore: CompositionStore {
     }
 
     public func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .ingest)
+        try await put(value, arn: value.arn, in: .ingest, extra: ["streamKey": value.configuration.streamKey])
     }
     public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
         try await get(StoredIngestConfiguration.self, arn: arn, in: .ingest)
+    }
+    public func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
+        try await documents(StoredIngestConfiguration.self,
+                            "SELECT document FROM \(Table.ingest.rawValue) WHERE streamKey = ? ORDER BY arn LIMIT 1",
+                            [streamKey]).first
     }
     public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
         try await all(StoredIngestConfiguration.self, in: .ingest)
@@ -252,9 +277,10 @@ public final class SQLiteCompositionStore: CompositionStore {
                             "SELECT document FROM participant WHERE stageArn = ? AND sessionId = ? ORDER BY joinOrder",
                             [stageArn, sessionId])
     }
-    public func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError) {
-        let document = try Self.encode(event)
-        let arguments: StatementArguments = [stageArn, sessionId, event.participantId ?? "", document]
+    public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
+        // The table keeps the event document itself; its columns file it.
+        let document = try Self.encode(value.event)
+        let arguments: StatementArguments = [value.stageArn, value.sessionId, value.participantId, document]
         try await run { db in
             try db.execute(sql: "INSERT INTO participantEvent (stageArn, sessionId, participantId, document) VALUES (?, ?, ?, ?)",
                            arguments: arguments)
@@ -272,6 +298,19 @@ public final class SQLiteCompositionStore: CompositionStore {
             try db.execute(sql: "DELETE FROM participant WHERE (stageArn, sessionId) IN (\(ended))", arguments: [seconds])
             try db.execute(sql: "DELETE FROM stageSession WHERE endTime IS NOT NULL AND endTime < ?", arguments: [seconds])
         }
+    }
+
+    public func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .publicKey)
+    }
+    public func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey? {
+        try await get(StoredPublicKey.self, arn: arn, in: .publicKey)
+    }
+    public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
+        try await all(StoredPublicKey.self, in: .publicKey)
+    }
+    public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .publicKey)
     }
 
     private func documents<T: Decodable & Sendable>(_ type: T.Type, _ sql: String, _ arguments: StatementArguments)

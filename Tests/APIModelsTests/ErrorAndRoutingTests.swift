@@ -34,7 +34,7 @@ import APIModels
             #expect(APIOperation.route(method: "POST", path: "/" + operation.name) == .init(operation: operation, resourceArn: nil))
             #expect(APIOperation.route(method: "GET", path: "/" + operation.name) == nil)
         }
-        #expect(APIOperation.allCases.count == 31)
+        #expect(APIOperation.allCases.count == 36)
         #expect(APIOperation.allCases.allSatisfy { $0.successCode == 200 })
     }
 
@@ -55,7 +55,9 @@ import APIModels
     }
 
     @Test func unknownPathsDoNotRoute() {
-        #expect(APIOperation.route(method: "POST", path: "/CreateParticipantToken") == nil)
+        // In the model, not served (participant replication).
+        #expect(APIOperation.route(method: "POST", path: "/StartParticipantReplication") == nil)
+        #expect(APIOperation.route(method: "POST", path: "/ListParticipantReplicas") == nil)
         #expect(APIOperation.route(method: "POST", path: "/StartComposition/") == nil)
         #expect(APIOperation.route(method: "POST", path: "StartComposition") == nil)
         #expect(APIOperation.route(method: "post", path: "/StartComposition")?.operation == .startComposition)

@@ -35,7 +35,7 @@ struct LiveStageShapeTests {
             (.deleteIngestConfiguration, #"{"arn":"\#(ingestArn)","force":true}"#, nil),
             (.listIngestConfigurations, #"{"filterByState":"ACTIVE","maxResults":100}"#, nil),
             (.listIngestConfigurations, #"{"filterByStageArn":"\#(stage)","filterByState":"ACTIVE"}"#,
-             "filterByStageArn: only one filter (filterByStageArn or filterByState) can be used at a time"),
+             "filterByState: only one filter (filterByStageArn or filterByState) can be used at a time"),
             (.listIngestConfigurations, #"{"maxResults":101}"#, "maxResults: must be between 1 and 100 (got 101)"),
             // Sessions and participants.
             (.listStageSessions, #"{"stageArn":"\#(stage)"}"#, nil),
@@ -45,7 +45,7 @@ struct LiveStageShapeTests {
              "sessionId: 'st-short' is not a stage session ID (st- and 13 letters or digits)"),
             (.listParticipants, #"{"stageArn":"\#(stage)","sessionId":"\#(session)","filterByState":"CONNECTED"}"#, nil),
             (.listParticipants, #"{"stageArn":"\#(stage)","sessionId":"\#(session)","filterByState":"CONNECTED","filterByPublished":true}"#,
-             "filterByUserId: only one of filterByUserId, filterByPublished, filterByState or filterByRecordingState can be provided"),
+             "filterByState: only one of filterByUserId, filterByPublished, filterByState or filterByRecordingState can be provided (got filterByPublished, filterByState)"),
             (.listParticipants, #"{"stageArn":"\#(stage)","sessionId":"\#(session)","filterByRecordingState":"DISABLED"}"#,
              "filterByRecordingState: must be one of STARTING, ACTIVE, STOPPING, STOPPED, FAILED"),
             (.getParticipant, #"{"stageArn":"\#(stage)","sessionId":"\#(session)","participantId":"xYz1c2d3e4f"}"#, nil),

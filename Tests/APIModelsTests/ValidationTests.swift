@@ -36,6 +36,11 @@ func check(_ operation: APIOperation, _ json: String, options: ValidationOptions
         case .listIngestConfigurations: _ = try APIJSON.decodeRequest(ListIngestConfigurationsRequest.self, from: body)
         case .updateIngestConfiguration: _ = try APIJSON.decodeRequest(UpdateIngestConfigurationRequest.self, from: body)
         case .deleteIngestConfiguration: _ = try APIJSON.decodeRequest(DeleteIngestConfigurationRequest.self, from: body)
+        case .createParticipantToken: _ = try APIJSON.decodeRequest(CreateParticipantTokenRequest.self, from: body)
+        case .importPublicKey: _ = try APIJSON.decodeRequest(ImportPublicKeyRequest.self, from: body)
+        case .getPublicKey: _ = try APIJSON.decodeRequest(GetPublicKeyRequest.self, from: body)
+        case .listPublicKeys: _ = try APIJSON.decodeRequest(ListPublicKeysRequest.self, from: body)
+        case .deletePublicKey: _ = try APIJSON.decodeRequest(DeletePublicKeyRequest.self, from: body)
         case .tagResource:
             let tagBody = try APIJSON.decode(TagResourceRequest.Body.self, from: body)
             try TagResourceRequest(resourceArn: "arn:aws:ivs:us-east-1:123456789012:stage/abc", body: tagBody).validate()
