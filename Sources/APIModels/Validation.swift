@@ -437,6 +437,8 @@ extension ModelLimits {
     public static let attributesBytes = 1024
     public static let participantIdLength = 0...64
     public static let participantTokenCapabilities = 0...2
+    /// Service quota "PublicKeys": 3 per region, not adjustable.
+    public static let publicKeysPerRegion = 3
 }
 
 extension Rule {

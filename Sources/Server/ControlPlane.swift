@@ -169,6 +169,13 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .createIngestConfiguration, .getIngestConfiguration, .listIngestConfigurations, .updateIngestConfiguration,
              .deleteIngestConfiguration:
             return try await handleIngest(route.operation, body: body)
+        case .importPublicKey, .getPublicKey, .listPublicKeys, .deletePublicKey:
+            return try await handlePublicKeys(route.operation, body: body)
+        case .createParticipantToken:
+            // Participant tokens are for WHIP publishing, which this server does not serve
+            // yet: say so plainly rather than hand out tokens nothing accepts.
+            _ = try decode(CreateParticipantTokenRequest.self, body)
+            throw .validation("CreateParticipantToken: WHIP publishing is not available on this server yet; publish over RTMP/RTMPS with an ingest configuration")
 
         case .tagResource:
             let wire = try APIJSON.decode(TagResourceRequest.Body.self, from: body)
@@ -333,6 +340,49 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         }
     }
 
+    /// Customer public keys (ImportPublicKey & co.), for participant tokens signed elsewhere.
+    private func handlePublicKeys(_ operation: APIOperation, body: Data) async throws(APIError) -> Data {
+        switch operation {
+        case .importPublicKey:
+            let request = try decode(ImportPublicKeyRequest.self, body)
+            let fingerprint = try PublicKeyMaterial.fingerprint(of: request.publicKeyMaterial)
+            let existing = try await storeCall { try await store.publicKeys() }
+            guard existing.count < ModelLimits.publicKeysPerRegion else {
+                throw .serviceQuotaExceeded("public keys: the quota of \(ModelLimits.publicKeysPerRegion) is reached")
+            }
+            if existing.contains(where: { $0.publicKey.fingerprint == fingerprint }) {
+                throw .conflict("publicKeyMaterial: this key is already imported")
+            }
+            let value = PublicKey(arn: arnContext.arn(.publicKey, id: .random()).description, name: request.name ?? "",
+                                  publicKeyMaterial: request.publicKeyMaterial, fingerprint: fingerprint, tags: request.tags ?? [:])
+            try await storeCall { try await store.putPublicKey(StoredPublicKey(publicKey: value)) }
+            return try APIJSON.encode(ImportPublicKeyResponse(publicKey: value))
+        case .getPublicKey:
+            let request = try decode(GetPublicKeyRequest.self, body)
+            return try APIJSON.encode(GetPublicKeyResponse(publicKey: try await publicKey(request.arn)))
+        case .listPublicKeys:
+            let request = try decode(ListPublicKeysRequest.self, body)
+            let all = try await storeCall { try await store.publicKeys() }.map(\.publicKey.summary)
+            let page = try Pagination.page(all, key: { $0.arn ?? "" }, nextToken: request.nextToken, maxResults: request.maxResults,
+                                           defaultMaxResults: Pagination.defaultMaxResults(for: .listPublicKeys))
+            return try APIJSON.encode(ListPublicKeysResponse(publicKeys: page.items, nextToken: page.nextToken))
+        case .deletePublicKey:
+            let request = try decode(DeletePublicKeyRequest.self, body)
+            _ = try await publicKey(request.arn)
+            _ = try await storeCall { try await store.deletePublicKey(arn: request.arn) }
+            return try APIJSON.encode(DeletePublicKeyResponse())
+        default:
+            throw .internalServer("\(operation.name) is not a public-key operation")
+        }
+    }
+
+    private func publicKey(_ arn: String) async throws(APIError) -> PublicKey {
+        guard owned(arn, .publicKey), let found = try await storeCall({ try await store.publicKey(arn: arn) }) else {
+            throw .resourceNotFound("arn: public key \(arn) not found")
+        }
+        return found.publicKey
+    }
+
     /// An ingest configuration with its live `state`.
     private func ingest(_ arn: String) async throws(APIError) -> StoredIngestConfiguration {
         guard owned(arn, .ingestConfiguration), var found = try await storeCall({ try await store.ingestConfiguration(arn: arn) }) else {
@@ -400,6 +450,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .storageConfiguration: return try await storage(arn).tags ?? [:]
         case .stage: return try await stage(arn).stage.tags ?? [:]
         case .ingestConfiguration: return try await ingest(arn).configuration.tags ?? [:]
+        case .publicKey: return try await publicKey(arn).tags ?? [:]
         default: throw .resourceNotFound("resourceArn: \(arn) not found")
         }
     }
@@ -447,6 +498,13 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             let updated = value
             try await storeCall { try await store.putIngestConfiguration(updated) }
             return updated.configuration.tags ?? [:]
+        case .publicKey:
+            var value = try await publicKey(arn)
+            value.tags = limited(value.tags ?? [:])
+            try check(value.tags ?? [:])
+            let updated = value
+            try await storeCall { try await store.putPublicKey(StoredPublicKey(publicKey: updated)) }
+            return updated.tags ?? [:]
         default:
             throw .resourceNotFound("resourceArn: \(arn) not found")
         }
