@@ -136,8 +136,11 @@ public final class CompositionSession {
             }
             mixer.mix(tick: tick, participants: participants, source: source)
             do {
-                try encode(videoEncoder, frame: compositor.canvas, forceKeyframe: tick % Int64(settings.video.keyframeInterval) == 0, media: .video)
+                // Media flows from the first frame on: say so before any packet reaches a sink
+                // (an encoder without lookahead hands out the first packet at once, and a
+                // sink's "active" must not come before the composition's).
                 if tick == 0 { observer(.mediaFlowing) }
+                try encode(videoEncoder, frame: compositor.canvas, forceKeyframe: tick % Int64(settings.video.keyframeInterval) == 0, media: .video)
                 while let frame = try mixer.nextEncoderFrame(encoder: audioEncoder) {
                     try encode(audioEncoder, frame: frame, forceKeyframe: false, media: .audio)
                 }

@@ -31,7 +31,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         var handle: (any PipelineHandle)?
         /// Sink name → destination ID (the s3 recording; the channel reports through `.channel`).
         var sinkDestinations: [String: String] = [:]
-        /// Channel reports that arrived before "Session Start"; replayed right after it.
+        /// Destination reports that arrived before "Session Start"; replayed right after it.
         var earlyChannelEvents: [CompositionEvent] = []
         var endedAt: MediaTime?
         var publishers = 0
@@ -409,7 +409,13 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         case .channel(let id, let event):
             await handleChannel(event, destinationID: id, arn: arn)
         case .session(.sinkActive(let name)):
-            if let id = entry.sinkDestinations[name] { await apply(.destinationOutput(destinationID: id), to: arn) }
+            guard let id = entry.sinkDestinations[name] else { break }
+            if entry.machine?.status == .starting {
+                // Before "Session Start" the lifecycle takes no destination output: replay it then.
+                entries[arn]?.earlyChannelEvents.append(.destinationOutput(destinationID: id))
+            } else {
+                await apply(.destinationOutput(destinationID: id), to: arn)
+            }
         case .session(.sinkFailed(let name, let reason)):
             if let id = entry.sinkDestinations[name] { await apply(.destinationFailed(destinationID: id, reason: reason), to: arn) }
         case .session(.publishersChanged(let count, _)):

@@ -93,10 +93,13 @@ struct ConfigExampleTests {
         "channels[].reconnect.maxRetries", "channels[].reconnect.baseIntervalSeconds",
         "buckets",
         "quotas.concurrentCompositions", "quotas.encoderConfigurations", "quotas.storageConfigurations",
-        "quotas.publishersPerStage",
+        "quotas.publishersPerStage", "quotas.ingestConfigurations",
         "lifecycle.idleTimeoutSeconds", "lifecycle.maximumDurationSeconds", "lifecycle.retentionSeconds",
         "lifecycle.shutdownGraceSeconds",
         "events.file", "events.stdout", "events.webhook", "maxRequestBodyBytes", "encoderPreset", "logLevel",
+        "ingest.rtmp.enabled", "ingest.rtmp.host", "ingest.rtmp.port", "ingest.rtmps.enabled", "ingest.rtmps.host",
+        "ingest.rtmps.port", "ingest.publicHost", "ingest.latencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
+        "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",
     ]
 
     /// Leaf paths of a JSON value; `auth.accessKeys` and `buckets` are maps, so leaves.

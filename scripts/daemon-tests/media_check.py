@@ -92,6 +92,17 @@ class Audio:
         phasor = numpy.exp(-2j * math.pi * hz * n / self.rate)
         return float(2 * abs(numpy.dot(chunk, phasor)) / len(chunk))
 
+    def tone_level(self, hz, start, end, window=0.1):
+        """The median over `window`-second slices of the `hz` amplitude: tells whether a tone
+        sounds, tolerant of the small pitch changes drift following makes (a 100 ms slice is
+        10 Hz wide) and of a click or two."""
+        levels = []
+        t = start
+        while t + window <= end:
+            levels.append(self.tone(hz, t, t + window))
+            t += window
+        return float(numpy.median(levels)) if levels else 0.0
+
     def envelope(self, window=0.002):
         """RMS in `window`-second steps."""
         step = int(self.rate * window)
