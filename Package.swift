@@ -159,12 +159,12 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets (threads for blocking work ...).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Tests/TestSupport"),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
-        .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore"]),
+        .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore", "TestSupport"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
-        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore"]),
+        .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         // S3Storage against moto_server on loopback, scripted failing servers, and a real composition.
         .testTarget(
@@ -181,9 +181,9 @@ let package = Package(
         .testTarget(name: "StagesTests", dependencies: ["Stages"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
-        .testTarget(name: "RTMPTests", dependencies: ["RTMP"], exclude: ["Corpus"]),
-        .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal"]),
-        .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia"]),
+        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "TestSupport"], exclude: ["Corpus"]),
+        .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
+        .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",

@@ -17,7 +17,6 @@ Usage: benchmarks/live_bench.py [--binary PATH] [--duration S] [--max N] [--long
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import statistics

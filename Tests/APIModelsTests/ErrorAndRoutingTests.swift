@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 import APIModels
 
@@ -74,20 +75,9 @@ import APIModels
 }
 
 @Suite struct IdentifierTests {
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func generatedIDsAreTwelveAlphanumerics() {
-        var a = SeededGenerator(state: 42)
-        var b = SeededGenerator(state: 42)
+        var a = SeededGenerator(seed: 42)
+        var b = SeededGenerator(seed: 42)
         let first = ResourceID.random(using: &a)
         #expect(first == ResourceID.random(using: &b))
         #expect(first.rawValue.count == 12)

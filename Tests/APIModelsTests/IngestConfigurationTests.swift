@@ -3,6 +3,7 @@
 import APIModels
 import Foundation
 import Testing
+import TestSupport
 
 let ingestArn = "arn:aws:ivs:us-east-1:123456789012:ingest-configuration/AbCdEf123456"
 
@@ -119,8 +120,8 @@ func wholeMatch(_ pattern: String, _ text: String) -> Bool {
 
     @Test func generatedKeysMatchThePatternAndParseBack() throws {
         let arn = try #require(IVSARN(parsing: ingestArn))
-        var a = SeedGenerator(seed: 2024)
-        var b = SeedGenerator(seed: 2024)
+        var a = SeededGenerator(seed: 2024)
+        var b = SeededGenerator(seed: 2024)
         let key = StreamKey.generate(for: arn, using: &a)
         #expect(key == StreamKey.generate(account: "123456789012", region: "us-east-1", ingestConfigurationID: "AbCdEf123456", using: &b))
         #expect(key.description.hasPrefix("rt_123456789012_us-east-1_AbCdEf123456_"))

@@ -3,6 +3,7 @@
 import APIModels
 import Foundation
 import Testing
+import TestSupport
 
 struct LiveStageShapeTests {
     let ingestArn = "arn:aws:ivs:us-east-1:123456789012:ingest-configuration/AbCdEf123456"
@@ -70,14 +71,14 @@ struct LiveStageShapeTests {
 
     @Test("stream keys match the model's pattern, carry the configuration ID and parse back")
     func streamKeys() {
-        var generator = SeedGenerator(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         let key = StreamKey.generate(account: "123456789012", region: "us-east-1", ingestConfigurationID: "AbCdEf123456", using: &generator)
         let text = key.description
         #expect(text.hasPrefix("rt_123456789012_us-east-1_AbCdEf123456_"))
         #expect(text.count == "rt_123456789012_us-east-1_AbCdEf123456_".count + StreamKey.secretLength)
         #expect(StreamKey(parsing: text) == key)
         #expect(key.redacted == "rt_123456789012_us-east-1_AbCdEf123456_***")
-        var other = SeedGenerator(seed: 43)
+        var other = SeededGenerator(seed: 43)
         #expect(StreamKey.generate(account: "1", region: "r", ingestConfigurationID: "a", using: &other).secret != key.secret)
         for bad in ["", "rt_", "rt_12_us-east-1_id", "rt_x_us-east-1_id_secret", "rt_12_US_id_secret", "rt_12_r_id/x_secret",
                     "rt_12_r_id_", "live_12_r_id_s", String(repeating: "a", count: 600)] {
@@ -89,7 +90,7 @@ struct LiveStageShapeTests {
 
     @Test("stage session IDs are st- and 13 alphanumerics")
     func sessionIDs() {
-        var generator = SeedGenerator(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         for _ in 0..<100 {
             let id = StageSessionID.generate(using: &generator)
             #expect(id.count == 16 && StageSessionID.isValid(id))
@@ -123,15 +124,3 @@ struct LiveStageShapeTests {
     }
 }
 
-/// SplitMix64, for seeded generation.
-struct SeedGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

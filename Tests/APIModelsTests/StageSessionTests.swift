@@ -4,6 +4,7 @@
 import APIModels
 import Foundation
 import Testing
+import TestSupport
 
 let sessionId = "st-ZyXwvu1T2sABc"
 
@@ -185,8 +186,8 @@ let sessionId = "st-ZyXwvu1T2sABc"
     }
 
     @Test func sessionIDsFollowTheModel() {
-        var a = SeedGenerator(seed: 99)
-        var b = SeedGenerator(seed: 99)
+        var a = SeededGenerator(seed: 99)
+        var b = SeededGenerator(seed: 99)
         let first = StageSessionID.generate(using: &a)
         #expect(first == StageSessionID.generate(using: &b))
         #expect(first.count == StageSessionID.length && StageSessionID.isValid(first) && wholeMatch("st-[a-zA-Z0-9]+", first))

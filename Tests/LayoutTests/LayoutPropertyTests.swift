@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import Layout
 
 /// Random stages, configurations and canvases (seeded, so failures reproduce) checked

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import Layout
 
 /// A YUV 4:2:0 frame owned by the test, with a sentinel-filled margin to catch overdraw.

@@ -1,20 +1,9 @@
 // LiveTimestampMapper: arrival-anchored presentation times that absorb jitter and clock drift.
 @testable import LiveStage
 import Testing
+import TestSupport
 
 struct LiveTimestampMapperTests {
-    /// A deterministic generator (SplitMix64) for jitter.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("a steady publisher is presented exactly latency after it arrives")
     func steady() {
         var mapper = LiveTimestampMapper(latency: 200_000)
@@ -32,7 +21,7 @@ struct LiveTimestampMapperTests {
     func simulate(ppm: Int64, jitter: Int64, hours: Int64, seed: UInt64, maxSlewPPM: Int64 = 5_000)
         -> (min: Int64, max: Int64, discontinuities: Int) {
         var mapper = LiveTimestampMapper(latency: 200_000, maxSlewPPM: maxSlewPPM)
-        var rng = SeededGenerator(state: seed)
+        var rng = SeededGenerator(seed: seed)
         let step: Int64 = 20_000
         let total = hours * 3_600_000_000 / step
         var lowest = Int64.max

@@ -1,5 +1,6 @@
 // AMF0: exact bytes, round trips, and every way untrusted input can be wrong.
 @testable import RTMP
+import TestSupport
 import Testing
 
 struct AMF0Tests {

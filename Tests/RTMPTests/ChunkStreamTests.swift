@@ -1,6 +1,7 @@
 // Chunk stream: hand-written chunk bytes for every header form, the limits, and seeded
 // encoder→decoder round trips.
 @testable import RTMP
+import TestSupport
 import Testing
 
 /// Decodes everything available.

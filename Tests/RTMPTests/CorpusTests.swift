@@ -3,6 +3,7 @@
 // test checks they are still what the generator makes (RTMP_REGENERATE_CORPUS=1 rewrites them).
 import Foundation
 @testable import RTMP
+import TestSupport
 import Testing
 
 enum Corpus {

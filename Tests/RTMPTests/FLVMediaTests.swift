@@ -1,6 +1,7 @@
 // FLV tag bodies: legacy and Enhanced RTMP, the codecs we refuse, truncation, and the
 // SPS / AudioSpecificConfig readers against records FFmpeg 5.1 (libx264, aac) produced.
 @testable import RTMP
+import TestSupport
 import Testing
 
 /// AVCDecoderConfigurationRecords from `ffmpeg -f lavfi -i testsrc2=size=WxH ... -c:v libx264 -f flv`,

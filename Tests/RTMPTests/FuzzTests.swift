@@ -2,6 +2,7 @@
 // and what it holds must stay within the configured limits. Deterministic: a failure
 // names the shard and iteration, whose input the shard's seed rebuilds.
 @testable import RTMP
+import TestSupport
 import Testing
 
 struct FuzzTests {

@@ -1,6 +1,7 @@
 // The server session: a whole scripted publish with the exact replies, the owner's
 // decisions, the protocol errors, acknowledgements, pings, and FFmpeg's real recording.
 @testable import RTMP
+import TestSupport
 import Testing
 
 /// A session and our publisher, already past the handshake.

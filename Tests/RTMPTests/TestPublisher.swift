@@ -1,6 +1,7 @@
 // The client side of a publish, for the session tests and the fuzz corpus: our own
 // handshake, chunk encoder and AMF0 commands, the way FFmpeg and OBS send them.
 import RTMP
+import TestSupport
 
 struct TestPublisher {
     var handshake: RTMPClientHandshake

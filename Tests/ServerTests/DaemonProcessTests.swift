@@ -17,14 +17,21 @@ final class DaemonProcessTests: XCTestCase {
     }
 
     func runScript(_ test: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        guard let binary = Self.binary else {
+        _ = try Self.runDaemonScript("daemon_tests.py", test, tools: ["aws", "ffprobe", "ffmpeg", "python3"], file: file, line: line)
+    }
+
+    /// Runs `scripts/daemon-tests/<script> <binary> <test>` (after checking the tools it needs
+    /// are installed) and fails with its output, which names what went wrong and the daemon log.
+    static func runDaemonScript(_ script: String, _ test: String, tools: [String], file: StaticString = #filePath,
+                                line: UInt = #line) throws -> String {
+        guard let binary else {
             XCTFail("stage-compositor binary not found; run `swift build` first", file: file, line: line)
-            return
+            return ""
         }
-        for tool in ["aws", "ffprobe", "ffmpeg", "python3"] {
+        for tool in tools {
             let which = Process()
             which.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            which.arguments = ["which", tool]
+            which.arguments = ["sh", "-c", "command -v \(tool) || test -x /usr/sbin/\(tool)"]
             which.standardOutput = FileHandle.nullDevice
             try which.run()
             which.waitUntilExit()
@@ -32,8 +39,7 @@ final class DaemonProcessTests: XCTestCase {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.packageRoot.appendingPathComponent("scripts/daemon-tests/daemon_tests.py").path,
-                             binary, test]
+        process.arguments = ["python3", packageRoot.appendingPathComponent("scripts/daemon-tests/\(script)").path, binary, test]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -42,6 +48,7 @@ final class DaemonProcessTests: XCTestCase {
         process.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self)
         XCTAssertEqual(process.terminationStatus, 0, "daemon test \(test) failed:\n\(text)", file: file, line: line)
+        return text
     }
 
     func testStartStopGridAndPipWithAWSCLI() throws { try runScript("cli_start_stop_grid_and_pip") }

@@ -7,35 +7,12 @@ import XCTest
 
 final class LiveDaemonTests: XCTestCase {
     func run(_ test: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        guard let binary = DaemonProcessTests.binary else {
-            XCTFail("stage-compositor binary not found; run `swift build` first", file: file, line: line)
-            return
-        }
-        for tool in ["aws", "ffmpeg", "ffprobe", "gst-launch-1.0", "python3", "nginx"] {
-            let which = Process()
-            which.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            which.arguments = ["sh", "-c", "command -v \(tool) || test -x /usr/sbin/\(tool)"]
-            which.standardOutput = FileHandle.nullDevice
-            try which.run()
-            which.waitUntilExit()
-            XCTAssertEqual(which.terminationStatus, 0, "\(tool) is needed (make test-deps)", file: file, line: line)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", DaemonProcessTests.packageRoot.appendingPathComponent("scripts/daemon-tests/live_tests.py").path,
-                             binary, test]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        let output = try DaemonProcessTests.runDaemonScript(
+            "live_tests.py", test, tools: ["aws", "ffmpeg", "ffprobe", "gst-launch-1.0", "python3", "nginx"], file: file, line: line)
         // Figures the tests measure (A/V offsets, time to LEFT) go to the suite's output.
-        for line in text.split(separator: "\n") where line.hasPrefix("A/V offset") || line.hasPrefix("killed publisher") {
+        for line in output.split(separator: "\n") where line.hasPrefix("A/V offset") || line.hasPrefix("killed publisher") {
             print("\(test): \(line)")
         }
-        XCTAssertEqual(process.terminationStatus, 0, "live test \(test) failed:\n\(text)", file: file, line: line)
     }
 
     func testThreePublishersAreComposedAndTheCompositionStopsByItself() throws { try run("three_publishers_compose_and_stop") }

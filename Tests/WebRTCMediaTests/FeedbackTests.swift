@@ -1,5 +1,6 @@
 // Keyframe requests (PLI/FIR) and the REMB cap.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct KeyframeRequesterTests {

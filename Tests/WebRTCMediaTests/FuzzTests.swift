@@ -2,6 +2,7 @@
 // truncation of valid packets; the state machines over random event streams keep their
 // invariants. Deterministic: a failure names the seed and iteration that rebuild it.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct FuzzTests {

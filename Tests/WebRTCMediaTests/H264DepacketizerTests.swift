@@ -1,5 +1,6 @@
 // RFC 6184 depacketization into Annex B access units.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct H264DepacketizerTests {

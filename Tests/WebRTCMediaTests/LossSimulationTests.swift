@@ -2,6 +2,7 @@
 // network as bytes; the receiver unwraps RTX, keeps statistics, reorders, and NACKs; the
 // sender answers NACKs with RTX. Seeded, so every run is the same.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct LossSimulationTests {

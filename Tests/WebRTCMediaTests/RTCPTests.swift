@@ -1,6 +1,7 @@
 // RTCP packets: exact byte vectors built from RFC 3550/4585/5104 and the REMB draft,
 // compounds, reduced-size, unknown types kept, typed errors.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct RTCPTests {

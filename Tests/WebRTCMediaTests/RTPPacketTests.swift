@@ -1,5 +1,6 @@
 // RTP packets: exact bytes both ways, RFC 8285 extensions, padding, typed errors.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct RTPPacketTests {

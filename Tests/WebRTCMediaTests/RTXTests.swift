@@ -1,5 +1,6 @@
 // RFC 4588 RTX unwrapping.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct RTXTests {

@@ -1,5 +1,6 @@
 // The reorder buffer: in-order release, bounded waits, abandonment, overflow.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct ReorderBufferTests {

@@ -1,5 +1,6 @@
 // Outgoing RTCP: compound layout within 1200 bytes, and when regular reports are due.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct CompoundPackerTests {

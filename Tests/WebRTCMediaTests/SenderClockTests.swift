@@ -1,5 +1,6 @@
 // NTP time, and RTP timestamps mapped onto the sender's wall clock.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct NTPTimeTests {

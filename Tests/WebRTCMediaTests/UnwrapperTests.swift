@@ -1,5 +1,6 @@
 // Sequence numbers (RFC 3550 A.1) and RTP timestamps to 64 bits.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct SequenceUnwrapperTests {

@@ -1,5 +1,6 @@
 // RFC 7741 VP8 and RFC 7587 Opus depacketization.
 @testable import WebRTCMedia
+import TestSupport
 import Testing
 
 struct VP8DescriptorTests {

@@ -1,6 +1,7 @@
 // The ICE-lite agent fed Binding requests shaped like a browser's, on a virtual clock.
 import Testing
 @testable import WebRTCSignal
+import TestSupport
 
 private let local = IceCredentials(ufrag: "srvA", pwd: "serverpasswordserverpass")
 private let remote = IceCredentials(ufrag: "brws", pwd: "browserpasswordbrowserp")

@@ -759,22 +759,19 @@ def test_channel_refused_fails_alone(d):
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, name = sys.argv[1], sys.argv[2]
+def run_test(tests, name, make_daemon, usage):
+    """Runs one test with a fresh daemon in a temporary folder; 0 when it passed. Shared by
+    the daemon and live test scripts."""
     if name == "--list":
-        print("\n".join(TESTS))
+        print("\n".join(tests))
         return 0
-    workdir = tempfile.mkdtemp(prefix=f"daemon-{name}-")
-    daemon = Daemon(binary, workdir)
+    if name not in tests:
+        print(usage)
+        return 2
+    workdir = tempfile.mkdtemp(prefix=f"{name}-")
+    daemon = make_daemon(workdir)
     try:
-        if name == "kill9_restart_finalizes_recording":
-            daemon = Daemon(binary, workdir, idle=60)
-        if name == "sigv4_auth":
-            daemon = Daemon(binary, workdir, auth={"enabled": True, "accessKeys": {"AKIDEXAMPLE": "secret"}})
-        TESTS[name](daemon)
+        tests[name](daemon)
         print(f"PASS {name}")
         return 0
     except Failure as failure:
@@ -787,6 +784,21 @@ def main():
             daemon.process.wait()
         if os.environ.get("KEEP_DAEMON_TEST_DIRS") != "1":
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    binary, name = sys.argv[1], sys.argv[2]
+
+    def make_daemon(workdir):
+        if name == "kill9_restart_finalizes_recording":
+            return Daemon(binary, workdir, idle=60)
+        if name == "sigv4_auth":
+            return Daemon(binary, workdir, auth={"enabled": True, "accessKeys": {"AKIDEXAMPLE": "secret"}})
+        return Daemon(binary, workdir)
+    return run_test(TESTS, name, make_daemon, __doc__)
 
 
 if __name__ == "__main__":

@@ -11,20 +11,17 @@ import http.server
 import json
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import (ACCOUNT, CHANNEL_ARN, REGION, Daemon, Failure, NginxRTMP, check,  # noqa: E402
-                          free_port, recording_dir, wait_destination, wait_state)
+from daemon_tests import (CHANNEL_ARN, Daemon, Failure, NginxRTMP, check, free_port, recording_dir,  # noqa: E402
+                          run_test, wait_state)
 from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
 
 SIZE = (320, 180)
@@ -781,33 +778,20 @@ def main():
         print(__doc__)
         return 2
     binary, name = sys.argv[1], sys.argv[2]
-    if name == "--list":
-        print("\n".join(TESTS))
-        return 0
-    workdir = tempfile.mkdtemp(prefix=f"live-{name}-")
-    daemon = live_daemon(binary, workdir)
-    daemon.config_extra = {"ingest": daemon.config["ingest"]}
-    original_reconfigure = daemon.reconfigure
 
-    def reconfigure(**options):
-        extra = options.pop("extra", daemon.config_extra)
-        original_reconfigure(extra=extra, **options)
-        daemon.config_extra = extra
-    daemon.reconfigure = reconfigure
-    try:
-        TESTS[name](daemon)
-        print(f"PASS {name}")
-        return 0
-    except Failure as failure:
-        print(f"FAIL {name}: {failure}")
-        print("--- daemon log ---\n" + daemon.log())
-        return 1
-    finally:
-        if daemon.process and daemon.process.poll() is None:
-            daemon.process.kill()
-            daemon.process.wait()
-        if os.environ.get("KEEP_DAEMON_TEST_DIRS") != "1":
-            shutil.rmtree(workdir, ignore_errors=True)
+    def make_daemon(workdir):
+        daemon = live_daemon(binary, workdir)
+        # Tests reconfigure with other options; the live ingest settings stay unless given.
+        daemon.config_extra = {"ingest": daemon.config["ingest"]}
+        original = daemon.reconfigure
+
+        def reconfigure(**options):
+            extra = options.pop("extra", daemon.config_extra)
+            original(extra=extra, **options)
+            daemon.config_extra = extra
+        daemon.reconfigure = reconfigure
+        return daemon
+    return run_test(TESTS, name, make_daemon, __doc__)
 
 
 if __name__ == "__main__":
