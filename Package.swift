@@ -103,6 +103,9 @@ let package = Package(
         .target(name: "WebRTCSignal", path: "Sources/WebRTC/Signal", swiftSettings: strict),
         // ... and RTP/RTCP, NACK, keyframe requests, REMB, reports, depacketizers, sender clocks.
         .target(name: "WebRTCMedia", path: "Sources/WebRTC/Media", swiftSettings: strict),
+        // ... and one publisher's media put together: RTP in, access units on one timeline out.
+        .target(name: "WebRTCPublisher", dependencies: ["WebRTCSignal", "WebRTCMedia"], path: "Sources/WebRTC/Publisher",
+                swiftSettings: strict),
         // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
         .target(
             name: "IngestServer",

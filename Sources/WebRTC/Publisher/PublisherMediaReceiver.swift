@@ -1,0 +1,319 @@
+// One WHIP publisher's media, after SRTP: RTP in, access units with timestamps on one
+// publisher timeline out, and the RTCP feedback to send back (NACK, PLI/FIR, REMB, receiver
+// reports). Pure: decrypted packets and `now` in, values out; the UDP shell encrypts and sends.
+//
+//   RTP ─► RTX unwrap ─► receive stream (stats) ─► NACK generator ─► reorder buffer ─►
+//        depacketizer (H.264 / VP8 / Opus) ─► access unit, RTP time → sender clock ─► output
+//   RTCP SR ─► sender clock (NTP) ─► audio and video on one timeline
+//
+// Streams are told apart by payload type (one video and one audio m-section are negotiated;
+// simulcast offers are answered with one layer), so an SSRC the offer did not announce (a
+// browser sending its only simulcast layer) is still received.
+
+public import WebRTCMedia
+public import WebRTCSignal
+
+/// An access unit ready for a decoder.
+public struct ReceivedAccessUnit: Sendable, Equatable {
+    public var kind: MediaKind
+    public var codec: MediaCodec
+    /// H.264 Annex B, a VP8 frame, or an Opus packet.
+    public var data: [UInt8]
+    /// On the publisher's timeline (µs): the sender's clock once RTCP sender reports arrived,
+    /// the arrival of its first packet before; the same timeline for audio and video.
+    public var time: Int64
+    public var isKeyframe: Bool
+}
+
+public enum ReceiverOutput: Sendable, Equatable {
+    case accessUnit(ReceivedAccessUnit)
+    /// A plain RTCP compound packet for the shell to protect and send.
+    case rtcp([UInt8])
+}
+
+/// Per-publisher counters (the participant's metrics).
+public struct ReceiverStatistics: Sendable, Equatable {
+    public var packetsReceived: Int64 = 0
+    public var bytesReceived: Int64 = 0
+    public var packetsLost: Int64 = 0
+    public var recoveredByNack: Int64 = 0
+    public var nacksSent: Int64 = 0
+    public var pictureLossIndicationsSent: Int64 = 0
+    public var framesDelivered: Int64 = 0
+    public var framesIncomplete: Int64 = 0
+    /// Interarrival jitter of the video stream, µs.
+    public var videoJitter: Int64 = 0
+    public var audioJitter: Int64 = 0
+    /// Packets that were not RTP/RTCP of a negotiated stream.
+    public var unknownPackets: Int64 = 0
+}
+
+public struct PublisherMediaReceiverConfiguration: Sendable, Equatable {
+    /// Our SSRC in the RTCP we send.
+    public var senderSSRC: UInt32
+    public var cname: String
+    /// The REMB cap: what the publisher may send at most (bit/s).
+    public var maxBitrate: UInt64
+    public var nack: NackConfiguration
+    public var videoReorder: ReorderBufferConfiguration
+    public var audioReorder: ReorderBufferConfiguration
+    public var keyframeRequests: KeyframeRequesterConfiguration
+
+    public init(senderSSRC: UInt32, cname: String = "stage-compositor", maxBitrate: UInt64 = 8_500_000,
+                nack: NackConfiguration = NackConfiguration(initialDelay: 10_000),
+                videoReorder: ReorderBufferConfiguration = ReorderBufferConfiguration(),
+                audioReorder: ReorderBufferConfiguration = .audio,
+                keyframeRequests: KeyframeRequesterConfiguration = KeyframeRequesterConfiguration()) {
+        self.senderSSRC = senderSSRC
+        self.cname = cname
+        self.maxBitrate = maxBitrate
+        self.nack = nack
+        self.videoReorder = videoReorder
+        self.audioReorder = audioReorder
+        self.keyframeRequests = keyframeRequests
+    }
+}
+
+public struct PublisherMediaReceiver: Sendable {
+    /// One received stream (a media SSRC).
+    struct Track: Sendable {
+        var kind: MediaKind
+        var codec: MediaCodec
+        var stream: RTPReceiveStream
+        var nack: NackGenerator?
+        var reorder: ReorderBuffer<RTPPacket>
+        var timestamps = TimestampUnwrapper()
+        var clock: SenderClock
+        var keyframes: KeyframeRequester?
+        var h264 = H264Depacketizer()
+        var vp8 = VP8Depacketizer()
+        var opus = OpusDepacketizer()
+    }
+
+    public let configuration: PublisherMediaReceiverConfiguration
+    private let video: NegotiatedMedia?
+    private let audio: NegotiatedMedia?
+    private var rtx: RTXUnwrapper
+    private var tracks: [UInt32: Track] = [:]
+    private var reports: ReceiverReportScheduler
+    private var remb: REMBScheduler
+    /// Sender-clock time minus publisher time, fixed by the first sender report: later
+    /// streams switch to their sender-report mapping through the same offset, which corrects
+    /// their position relative to the first (lip sync) without moving the first.
+    private var senderOffset: Int64?
+    public private(set) var statistics = ReceiverStatistics()
+
+    public init(negotiation: SDPNegotiation, configuration: PublisherMediaReceiverConfiguration) {
+        self.configuration = configuration
+        video = negotiation.video
+        audio = negotiation.audio
+        var associations = RTXAssociations()
+        for media in negotiation.media {
+            if let rtx = media.rtx { associations.payloadTypes[rtx.payloadType] = rtx.associatedPayloadType }
+            for source in media.sources {
+                if let rtxSSRC = source.rtxSSRC { associations.ssrcs[rtxSSRC] = source.ssrc }
+            }
+        }
+        rtx = RTXUnwrapper(associations: associations)
+        reports = ReceiverReportScheduler(configuration: ReceiverReportConfiguration(senderSSRC: configuration.senderSSRC,
+                                                                                     cname: configuration.cname))
+        remb = REMBScheduler(senderSSRC: configuration.senderSSRC, cap: configuration.maxBitrate)
+    }
+
+    /// The next time `poll` has something to do.
+    public var nextDeadline: Int64? {
+        var deadlines: [Int64] = [reports.nextDeadline, remb.nextDeadline]
+        for track in tracks.values {
+            if let deadline = track.nack?.nextDeadline { deadlines.append(deadline) }
+            if let deadline = track.reorder.nextDeadline { deadlines.append(deadline) }
+            if let deadline = track.keyframes?.nextDeadline { deadlines.append(deadline) }
+        }
+        return deadlines.filter { $0 != .min }.min()
+    }
+
+    // MARK: Input
+
+    /// A decrypted RTP packet.
+    public mutating func receiveRTP(_ bytes: [UInt8], now: Int64) -> [ReceiverOutput] {
+        guard let parsed = try? RTPPacket(parsing: bytes) else {
+            statistics.unknownPackets += 1
+            return []
+        }
+        let packet: RTPPacket
+        let isRetransmission: Bool
+        guard let unwrapped = try? rtx.unwrap(parsed) else {
+            statistics.unknownPackets += 1
+            return []
+        }
+        switch unwrapped {
+        case .media(let media): (packet, isRetransmission) = (media, false)
+        case .retransmission(let original): (packet, isRetransmission) = (original, true)
+        case .padding: return []
+        case .unknownSSRC:
+            // An RTX packet whose SSRC the offer did not pair: pair it with the one video stream.
+            guard let rtxMedia = video?.rtx, parsed.payloadType == rtxMedia.payloadType,
+                  let mediaSSRC = tracks.first(where: { $0.value.kind == .video })?.key else {
+                statistics.unknownPackets += 1
+                return []
+            }
+            rtx.associations.ssrcs[parsed.ssrc] = mediaSSRC
+            return receiveRTP(bytes, now: now)
+        }
+        guard var track = tracks[packet.ssrc] ?? makeTrack(for: packet) else {
+            statistics.unknownPackets += 1
+            return []
+        }
+        statistics.packetsReceived += 1
+        statistics.bytesReceived += Int64(bytes.count)
+        let update = track.stream.received(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+                                           payloadBytes: packet.payload.count, now: now, isRetransmission: isRetransmission)
+        guard let extended = update.extended else {
+            tracks[packet.ssrc] = track
+            return []
+        }
+        if case .filledGap(let requested)? = track.nack?.received(seq: extended, now: now, isRetransmission: isRetransmission),
+           requested {
+            statistics.recoveredByNack += 1
+        }
+        track.keyframes?.packetReceived()
+        _ = track.reorder.insert(packet, sequence: extended, now: now)
+        _ = track.clock.packetArrived(timestamp: track.timestamps.unwrap(packet.timestamp), now: now)
+        var outputs: [ReceiverOutput] = []
+        release(&track, now: now, into: &outputs)
+        tracks[packet.ssrc] = track
+        return outputs
+    }
+
+    /// A decrypted RTCP compound packet (sender reports, BYE ...).
+    public mutating func receiveRTCP(_ bytes: [UInt8], now: Int64) {
+        guard let packets = try? RTCPPacket.parseCompound(bytes) else {
+            statistics.unknownPackets += 1
+            return
+        }
+        for case .senderReport(let report) in packets {
+            guard var track = tracks[report.ssrc] else { continue }
+            track.stream.senderReportReceived(ntpTime: report.ntpTime, now: now)
+            let timestamp = track.timestamps.peek(report.rtpTimestamp)
+            if let change = track.clock.senderReport(ntpTime: report.ntpTime, rtpTimestamp: timestamp), change.becameSenderBased,
+               senderOffset == nil {
+                // The first stream to learn the sender's clock keeps its timeline exactly.
+                senderOffset = change.shift
+            }
+            tracks[report.ssrc] = track
+        }
+    }
+
+    /// Timers: releases held packets, sends NACKs, keyframe requests, REMB and reports.
+    public mutating func poll(now: Int64) -> [ReceiverOutput] {
+        var outputs: [ReceiverOutput] = []
+        var feedback: [RTCPPacket] = []
+        for ssrc in tracks.keys.sorted() {
+            guard var track = tracks[ssrc] else { continue }
+            if var nack = track.nack {
+                let output = nack.poll(now: now)
+                for range in output.gaveUp {
+                    for sequence in range { track.reorder.abandon(sequence) }
+                }
+                if output.keyframeNeeded { track.keyframes?.keyframeNeeded() }
+                if !output.nacks.isEmpty {
+                    for chunk in stride(from: 0, to: output.nacks.count, by: 200) {
+                        let lost = Array(output.nacks[chunk..<min(chunk + 200, output.nacks.count)])
+                        feedback.append(.genericNack(RTCPGenericNack(senderSSRC: configuration.senderSSRC, mediaSSRC: ssrc, lost: lost)))
+                    }
+                    statistics.nacksSent += 1
+                }
+                track.nack = nack
+            }
+            release(&track, now: now, into: &outputs)
+            if var keyframes = track.keyframes, let request = keyframes.poll(now: now) {
+                feedback.append(request)
+                statistics.pictureLossIndicationsSent += 1
+                track.keyframes = keyframes
+            }
+            tracks[ssrc] = track
+        }
+        if let estimate = remb.poll(now: now, mediaSSRCs: tracks.keys.sorted()) { feedback.append(estimate) }
+        var streams = tracks.keys.sorted().compactMap { tracks[$0]?.stream }
+        if reports.isReportDue(now: now) || !feedback.isEmpty {
+            if let compounds = try? reports.poll(now: now, streams: &streams, feedback: feedback) {
+                outputs += compounds.map { .rtcp($0) }
+            }
+            for stream in streams { tracks[stream.ssrc]?.stream = stream }
+        }
+        if let video = tracks.values.first(where: { $0.kind == .video }) {
+            statistics.videoJitter = Int64(video.stream.jitter) * 1_000_000 / Int64(max(video.stream.clockRate, 1))
+        }
+        if let audio = tracks.values.first(where: { $0.kind == .audio }) {
+            statistics.audioJitter = Int64(audio.stream.jitter) * 1_000_000 / Int64(max(audio.stream.clockRate, 1))
+        }
+        statistics.packetsLost = tracks.values.reduce(0) { $0 + max(0, $1.stream.cumulativeLost) }
+        return outputs
+    }
+
+    // MARK: Inside
+
+    private func makeTrack(for packet: RTPPacket) -> Track? {
+        let media: NegotiatedMedia
+        if let video, packet.payloadType == video.codec.payloadType {
+            media = video
+        } else if let audio, packet.payloadType == audio.codec.payloadType {
+            media = audio
+        } else {
+            return nil
+        }
+        let codec: MediaCodec
+        switch media.codec.name {
+        case .h264: codec = .h264
+        case .vp8: codec = .vp8
+        case .opus: codec = .opus
+        }
+        let isVideo = media.kind == .video
+        return Track(kind: media.kind, codec: codec, stream: RTPReceiveStream(ssrc: packet.ssrc, clockRate: media.codec.clockRate),
+                     nack: isVideo ? NackGenerator(configuration: configuration.nack) : nil,
+                     reorder: ReorderBuffer(configuration: isVideo ? configuration.videoReorder : configuration.audioReorder),
+                     clock: SenderClock(clockRate: media.codec.clockRate),
+                     keyframes: isVideo ? KeyframeRequester(mediaSSRC: packet.ssrc, senderSSRC: configuration.senderSSRC,
+                                                            configuration: configuration.keyframeRequests) : nil)
+    }
+
+    /// Hands the packets the reorder buffer lets go of to the depacketizer, and complete
+    /// access units to the output.
+    private mutating func release(_ track: inout Track, now: Int64, into outputs: inout [ReceiverOutput]) {
+        for event in track.reorder.poll(now: now) {
+            guard case .packet(let sequence, let packet) = event else { continue }
+            let timestamp = track.timestamps.peek(packet.timestamp)
+            let events: [DepacketizerEvent]
+            switch track.codec {
+            case .h264: events = track.h264.push(payload: packet.payload, sequence: sequence, timestamp: timestamp, marker: packet.marker)
+            case .vp8: events = track.vp8.push(payload: packet.payload, sequence: sequence, timestamp: timestamp, marker: packet.marker)
+            case .opus: events = track.opus.push(payload: packet.payload, sequence: sequence, timestamp: timestamp)
+            }
+            for case .frame(let frame) in events {
+                if !frame.isComplete {
+                    // A broken frame breaks decoding until the next keyframe.
+                    statistics.framesIncomplete += 1
+                    track.keyframes?.keyframeNeeded()
+                    continue
+                }
+                if frame.isKeyframe {
+                    track.keyframes?.keyframeReceived()
+                    track.nack?.keyframeReceived(startingAt: frame.firstSequence)
+                }
+                guard let time = publisherTime(track, frame.timestamp) else { continue }
+                statistics.framesDelivered += 1
+                outputs.append(.accessUnit(ReceivedAccessUnit(kind: track.kind, codec: track.codec, data: frame.data, time: time,
+                                                              isKeyframe: frame.isKeyframe || track.kind == .audio)))
+            }
+        }
+    }
+
+    /// An RTP timestamp on the publisher's timeline.
+    private func publisherTime(_ track: Track, _ timestamp: Int64) -> Int64? {
+        guard let mapping = track.clock.mapping else { return nil }
+        let wall = mapping.wallClock(forTimestamp: timestamp, clockRate: track.stream.clockRate)
+        switch mapping.source {
+        case .arrival: return wall
+        case .senderReport: return wall - (senderOffset ?? 0)
+        }
+    }
+}
