@@ -97,9 +97,10 @@ public struct PublisherMediaReceiver: Sendable {
     private var tracks: [UInt32: Track] = [:]
     private var reports: ReceiverReportScheduler
     private var remb: REMBScheduler
-    /// Sender-clock time minus publisher time, fixed by the first sender report: later
-    /// streams switch to their sender-report mapping through the same offset, which corrects
-    /// their position relative to the first (lip sync) without moving the first.
+    /// Sender-clock time minus publisher time, fixed by audio's first sender report (or the
+    /// first stream's, until audio reports): the other stream switches to its sender-report
+    /// mapping through the same offset, which corrects its position relative to audio (lip
+    /// sync) without moving audio, whose timeline gaps or overlaps would be audible.
     private var senderOffset: Int64?
     public private(set) var statistics = ReceiverStatistics()
 
@@ -194,10 +195,10 @@ public struct PublisherMediaReceiver: Sendable {
             guard var track = tracks[report.ssrc] else { continue }
             track.stream.senderReportReceived(ntpTime: report.ntpTime, now: now)
             let timestamp = track.timestamps.peek(report.rtpTimestamp)
-            if let change = track.clock.senderReport(ntpTime: report.ntpTime, rtpTimestamp: timestamp), change.becameSenderBased,
-               senderOffset == nil {
-                // The first stream to learn the sender's clock keeps its timeline exactly.
-                senderOffset = change.shift
+            if let change = track.clock.senderReport(ntpTime: report.ntpTime, rtpTimestamp: timestamp), change.becameSenderBased {
+                // Audio keeps its timeline exactly (a jump would be heard); video moves to it.
+                // Without audio, or before audio's first report, the first stream's shift holds.
+                if track.kind == .audio || senderOffset == nil { senderOffset = change.shift }
             }
             tracks[report.ssrc] = track
         }
