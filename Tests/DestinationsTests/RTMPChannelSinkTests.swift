@@ -323,8 +323,8 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         }
         // What matters: the composition never waited for the stalled channel. A write only
         // enqueues; blocking on the socket would take the stall timeout (1 s). 300 ms is far
-        // above scheduling noise on a loaded 2-core machine (measured: under 5 ms idle, under
-        // 40 ms with the rest of the suite running) and far below a blocked send.
+        // above scheduling noise on a loaded 2-core machine (measured: 3.8 and 4.7 ms idle, about
+        // 20 ms with the rest of the suite running) and far below a blocked send.
         let longestWrite = composed.runner.channelSink?.longestWriteNanoseconds ?? .max
         #expect(longestWrite < 300_000_000, "a channel write took \(longestWrite / 1_000_000) ms")
         // Lagged frames come from CPU starvation (other tests share the 2 cores), not from the
