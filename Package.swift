@@ -106,6 +106,27 @@ let package = Package(
         // ... and one publisher's media put together: RTP in, access units on one timeline out.
         .target(name: "WebRTCPublisher", dependencies: ["WebRTCSignal", "WebRTCMedia"], path: "Sources/WebRTC/Publisher",
                 swiftSettings: strict),
+        // C for WebRTC: Debian's OpenSSL 3 (DTLS) and libsrtp2, and prefixed helpers for their macros.
+        .systemLibrary(name: "COpenSSL", path: "Sources/WebRTC/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSRTP", path: "Sources/WebRTC/CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        .target(name: "CWebRTCShim", dependencies: ["COpenSSL", "CSRTP"], path: "Sources/WebRTC/CWebRTCShim"),
+        // DTLS-SRTP: the only importer of the three C modules above.
+        .target(name: "WebRTCSecurity", dependencies: ["COpenSSL", "CSRTP", "CWebRTCShim"], path: "Sources/WebRTC/Security",
+                swiftSettings: strict),
+        // WHIP media transport: one UDP socket (NIO) for every publisher's ICE, DTLS and SRTP,
+        // each session feeding its LivePublisher.
+        .target(
+            name: "WebRTCIngest",
+            dependencies: ["WebRTCSignal", "WebRTCMedia", "WebRTCPublisher", "WebRTCSecurity", "IngestServer", "LiveStage", "FFmpeg",
+                           "MediaCore",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Sources/WebRTC/Ingest",
+            swiftSettings: strict
+        ),
         // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
         .target(
             name: "IngestServer",
@@ -188,6 +209,8 @@ let package = Package(
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
         .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),
         .testTarget(name: "WebRTCPublisherTests", dependencies: ["WebRTCPublisher", "WebRTCMedia", "WebRTCSignal", "TestSupport"]),
+        .testTarget(name: "WebRTCIngestTests", dependencies: ["WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCMedia",
+                                                            "WebRTCSignal", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   pkg-config ffmpeg curl
   libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libopus-dev
+  libssl-dev libsrtp2-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
   # systemd: systemd-analyze for the unit tests (OpsTests).
@@ -13,7 +14,11 @@ if [[ "${1:-}" == "--test" ]]; then
   # python3-numpy: measuring composites (tones, onsets) in scripts/daemon-tests.
   packages+=(nginx libnginx-mod-rtmp systemd
              gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-             gstreamer1.0-plugins-ugly)
+             gstreamer1.0-plugins-ugly
+             # WHIP tests: webrtcbin (plugins-bad, nice) driven from Python, headless chromium,
+             # and network namespaces (iproute2) for libnice, which skips loopback.
+             gstreamer1.0-nice python3-gi gir1.2-gst-plugins-bad-1.0 gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+             chromium iproute2)
 fi
 
 missing=()
@@ -38,6 +43,11 @@ if [[ "${1:-}" == "--test" ]]; then
   if ! python3 -c "import numpy" 2>/dev/null; then
     echo "installing: numpy (pip)"
     python3 -m pip install -q numpy
+  fi
+  # WHIP tests publish with aiortc (a WebRTC peer from PyPI) and sign tokens with cryptography.
+  if ! python3 -c "import aiortc, cryptography" 2>/dev/null; then
+    echo "installing: aiortc cryptography (pip)"
+    python3 -m pip install -q aiortc cryptography
   fi
   # S3StorageTests run against moto_server (a local S3 that checks SigV4 signatures).
   if ! command -v moto_server >/dev/null || ! python3 -c "import moto.server, flask" 2>/dev/null; then

@@ -203,7 +203,9 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
     private func presented(_ resolved: ResolvedStage) async -> Stage {
         var stage = resolved.stage
         guard resolved.sourcePath == nil else { return stage }
-        stage.endpoints = StageEndpoints(rtmp: configuration.ingest.rtmpEndpoint, rtmps: configuration.ingest.rtmpsEndpoint)
+        let stageId = IVSARN(parsing: stage.arn, expecting: .stage)?.resourceID ?? ""
+        stage.endpoints = StageEndpoints(whip: configuration.whipEndpoint(stageId: stageId), rtmp: configuration.ingest.rtmpEndpoint,
+                                         rtmps: configuration.ingest.rtmpsEndpoint)
         stage.activeSessionId = await runtime.activeSessionId(stageArn: stage.arn)
         return stage
     }

@@ -179,10 +179,50 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             }
         }
 
+        /// WHIP publishers: the HTTP side is the API listener (`/whip`); media arrives on one UDP port.
+        public struct WHIP: Codable, Sendable, Equatable {
+            public var enabled: Bool
+            /// The UDP socket for ICE, DTLS and SRTP.
+            public var host: String
+            public var port: Int
+            /// What answers tell publishers to send to, for NAT 1:1 (default: host and port).
+            public var advertisedHost: String?
+            public var advertisedPort: Int?
+            /// A publisher without ICE checks or media for this long has left (RFC 7675: 30 s).
+            public var consentTimeoutSeconds: Double
+            /// Base URL publishers POST to, in the stages' `endpoints.whip` (default: the API
+            /// listener's, `http://host:port`).
+            public var publicURL: String?
+
+            public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 1937, advertisedHost: String? = nil,
+                        advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil) {
+                self.enabled = enabled
+                self.host = host
+                self.port = port
+                self.advertisedHost = advertisedHost
+                self.advertisedPort = advertisedPort
+                self.consentTimeoutSeconds = consentTimeoutSeconds
+                self.publicURL = publicURL
+            }
+
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                let d = WHIP()
+                enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? d.enabled
+                host = try c.decodeIfPresent(String.self, forKey: .host) ?? d.host
+                port = try c.decodeIfPresent(Int.self, forKey: .port) ?? d.port
+                advertisedHost = try c.decodeIfPresent(String.self, forKey: .advertisedHost)
+                advertisedPort = try c.decodeIfPresent(Int.self, forKey: .advertisedPort)
+                consentTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .consentTimeoutSeconds) ?? d.consentTimeoutSeconds
+                publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
+            }
+        }
+
         /// Plain RTMP (only ingest configurations with insecureIngest may use it).
         public var rtmp: Listener
         /// RTMP over TLS, the IVS default.
         public var rtmps: Listener
+        public var whip: WHIP
         /// PEM certificate chain and private key for RTMPS; when absent a self-signed pair is
         /// generated once under the state directory (for local use: publishers must trust it).
         public var certificateFile: String?
@@ -201,12 +241,13 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// A connection that sends nothing for this long is closed (half-open TCP, a stall).
         public var idleTimeoutSeconds: Double
 
-        public init(rtmp: Listener = Listener(port: 1935), rtmps: Listener = Listener(port: 1936),
+        public init(rtmp: Listener = Listener(port: 1935), rtmps: Listener = Listener(port: 1936), whip: WHIP = WHIP(),
                     certificateFile: String? = nil, privateKeyFile: String? = nil, publicHost: String? = nil,
                     latencyMs: Int = 200, videoStoppedAfterSeconds: Double = 3, maxBitrate: Int = 8_500_000,
                     handshakeTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 10) {
             self.rtmp = rtmp
             self.rtmps = rtmps
+            self.whip = whip
             self.certificateFile = certificateFile
             self.privateKeyFile = privateKeyFile
             self.publicHost = publicHost
@@ -222,6 +263,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             let d = Ingest()
             rtmp = try c.decodeIfPresent(Listener.self, forKey: .rtmp) ?? d.rtmp
             rtmps = try c.decodeIfPresent(Listener.self, forKey: .rtmps) ?? d.rtmps
+            whip = try c.decodeIfPresent(WHIP.self, forKey: .whip) ?? d.whip
             certificateFile = try c.decodeIfPresent(String.self, forKey: .certificateFile)
             privateKeyFile = try c.decodeIfPresent(String.self, forKey: .privateKeyFile)
             publicHost = try c.decodeIfPresent(String.self, forKey: .publicHost)
@@ -462,6 +504,21 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if i.rtmp.enabled, i.rtmps.enabled, i.rtmp.port == i.rtmps.port, i.rtmp.port != 0, i.rtmp.host == i.rtmps.host {
             problems.append("ingest.rtmps.port: \(i.rtmps.port) is also the rtmp port")
         }
+        if i.whip.host.isEmpty { problems.append("ingest.whip.host: must not be empty") }
+        if !(0...65_535).contains(i.whip.port) { problems.append("ingest.whip.port: \(i.whip.port) is outside 0...65535") }
+        if let port = i.whip.advertisedPort, !(1...65_535).contains(port) {
+            problems.append("ingest.whip.advertisedPort: \(port) is outside 1...65535")
+        }
+        if i.whip.enabled, i.whip.advertisedHost == nil, ["0.0.0.0", "::"].contains(i.whip.host) {
+            problems.append("ingest.whip.advertisedHost: needed when ingest.whip.host is a wildcard address (publishers must be told one address)")
+        }
+        if let host = i.whip.advertisedHost, !Self.isIPAddress(host) {
+            problems.append("ingest.whip.advertisedHost: \(host) is not an IP address (ICE candidates carry addresses)")
+        }
+        if !(i.whip.consentTimeoutSeconds >= 5) { problems.append("ingest.whip.consentTimeoutSeconds: must be at least 5") }
+        if let url = i.whip.publicURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            problems.append("ingest.whip.publicURL: \(url) is not an http:// or https:// URL")
+        }
         if (i.certificateFile == nil) != (i.privateKeyFile == nil) {
             problems.append("ingest.certificateFile/privateKeyFile: give both or neither")
         }
@@ -498,6 +555,22 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     }
 
     public var databasePath: String { stateDirectory + "/stage-compositor.sqlite" }
+
+    /// `endpoints.whip` of a live stage: `<base>/whip/<stage id>`; nil when WHIP is off.
+    public func whipEndpoint(stageId: String) -> String? {
+        guard ingest.whip.enabled else { return nil }
+        var base = ingest.whip.publicURL ?? {
+            let host = ingest.publicHost ?? (listen.host == "0.0.0.0" || listen.host == "::" ? "127.0.0.1" : listen.host)
+            return "http://\(host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host):\(listen.port)"
+        }()
+        while base.hasSuffix("/") { base.removeLast() }
+        return "\(base)/whip/\(stageId)"
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
 
     /// nil when the file sink is disabled.
     public var eventsFilePath: String? {

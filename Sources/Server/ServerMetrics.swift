@@ -49,7 +49,7 @@ public final class ServerMetrics: Sendable {
         self.factory = factory
         livePublishers = Gauge(label: "stage_compositor_live_publishers", factory: factory)
         ingestAdmitted = Counter(label: "stage_compositor_ingest_admitted_total", factory: factory)
-        let codes = ["INVALID_STREAM_KEY", "INVALID_PROTOCOL", "REUSE_OF_STREAM_KEY", "QUOTA_EXCEEDED", "BITRATE_EXCEEDED",
+        let codes = ["INSUFFICIENT_CAPABILITIES", "INVALID_STREAM_KEY", "INVALID_PROTOCOL", "REUSE_OF_STREAM_KEY", "QUOTA_EXCEEDED", "BITRATE_EXCEEDED",
                      "RESOLUTION_EXCEEDED", "INVALID_VIDEO_CODEC", "INVALID_AUDIO_CODEC", "INVALID_INPUT",
                      "STREAM_DURATION_EXCEEDED", "INTERNAL_SERVER_EXCEPTION"]
         ingestRefused = Dictionary(uniqueKeysWithValues: codes.map { code in
@@ -61,6 +61,29 @@ public final class ServerMetrics: Sendable {
     }
 
     public func ingestRefused(code: String) { ingestRefused[code]?.increment() }
+
+    /// Per-WHIP-participant gauges, by participant ID (removed when the participant leaves).
+    private let whipGauges = Mutex<[String: [String: Gauge]]>([:])
+    static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent",
+                                 "jitter_seconds", "bitrate_bps", "srtp_auth_failures"]
+
+    /// Records one WHIP participant's receive statistics.
+    public func recordWHIP(participantId: String, values: [String: Double]) {
+        let gauges = whipGauges.withLock { all in
+            if let existing = all[participantId] { return existing }
+            let made = Dictionary(uniqueKeysWithValues: Self.whipGaugeNames.map { name in
+                (name, Gauge(label: "stage_compositor_whip_\(name)", dimensions: [("participant_id", participantId)], factory: factory))
+            })
+            all[participantId] = made
+            return made
+        }
+        for (name, value) in values { gauges[name]?.record(value) }
+    }
+
+    public func removeWHIP(participantId: String) {
+        let gauges = whipGauges.withLock { $0.removeValue(forKey: participantId) }
+        for gauge in gauges?.values ?? [:].values { gauge.destroy() }
+    }
     public func ingestPublishError(code: String) { ingestPublishErrors[code]?.increment() }
 
     /// Sets the per-state gauges from a full count (states absent from `counts` read 0).

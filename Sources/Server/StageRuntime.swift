@@ -28,11 +28,14 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         var publication: Publication
         var stageArn: String
         var participantId: String
-        var ingestConfigurationArn: String
+        var ingestConfigurationArn: String?
     }
 
     enum Message: Sendable {
         case admit(IngestAdmissionRequest, disconnect: @Sendable (String) -> Void, decide: @Sendable (IngestAdmissionDecision) -> Void)
+        case admitToken(TokenParticipant, remoteAddress: String, disconnect: @Sendable (String) -> Void,
+                        decide: @Sendable (IngestAdmissionDecision) -> Void)
+        case tokenRefused(TokenParticipant, IngestPublishError, reason: String)
         case failed(Publication, IngestPublishError, reason: String)
         case ended(Publication, reason: String)
     }
@@ -51,7 +54,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     let logger: Logger
     let metrics: ServerMetrics?
     private var book: StageSessionBook
-    /// By ingest configuration ARN.
+    /// By ingest configuration ARN (RTMP) or `whip:<stage ARN>/<participant ID>`.
     private var connections: [String: Connection] = [:]
     private let inbox: AsyncStream<Message>
     private let inboxContinuation: AsyncStream<Message>.Continuation
@@ -125,16 +128,41 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         }
     }
 
+    /// Decides whether a WHIP publisher whose token verified may publish (the stage exists and
+    /// is live, the participant is not publishing already, the quota allows it).
+    public nonisolated func admit(_ participant: TokenParticipant, remoteAddress: String,
+                                  disconnect: @escaping @Sendable (String) -> Void) async -> IngestAdmissionDecision {
+        await withCheckedContinuation { continuation in
+            let message = Message.admitToken(participant, remoteAddress: remoteAddress, disconnect: disconnect,
+                                             decide: { continuation.resume(returning: $0) })
+            if case .terminated = inboxContinuation.yield(message) {
+                continuation.resume(returning: .refused(.internalServerException, reason: "the server is shutting down"))
+            }
+        }
+    }
+
+    /// A WHIP publisher with a genuine token was turned away before admission (an expired or
+    /// subscribe-only token, an offer without the codecs it needs): the stage hears of it.
+    public nonisolated func refused(_ participant: TokenParticipant, _ error: IngestPublishError, reason: String) {
+        inboxContinuation.yield(.tokenRefused(participant, error, reason: reason))
+    }
+
     private func handle(_ message: Message) async {
         switch message {
         case .admit(let request, let disconnect, let decide):
             let decision = await admission(request, disconnect: disconnect)
-            switch decision {
-            case .accepted: metrics?.ingestAdmitted.increment()
-            case .refused(let error, _): metrics?.ingestRefused(code: error.rawValue)
-            }
-            metrics?.livePublishers.record(connections.count)
+            record(decision)
             decide(decision)
+        case .admitToken(let participant, let remoteAddress, let disconnect, let decide):
+            let decision = await admission(participant, remoteAddress: remoteAddress, disconnect: disconnect)
+            record(decision)
+            decide(decision)
+        case .tokenRefused(let participant, let error, let reason):
+            metrics?.ingestRefused(code: error.rawValue)
+            var refusalLogger = logger
+            refusalLogger[metadataKey: "ingest.transport"] = "WHIP"
+            _ = refuse(error, reason, logger: refusalLogger, stage: participant.stageArn, participantId: participant.participantId,
+                       userId: participant.userId)
         case .failed(let publication, let error, let reason):
             metrics?.ingestPublishError(code: error.rawValue)
             await publishFailed(publication, error: error, reason: reason)
@@ -142,6 +170,14 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
             await publicationEnded(publication, reason: reason)
             metrics?.livePublishers.record(connections.count)
         }
+    }
+
+    private func record(_ decision: IngestAdmissionDecision) {
+        switch decision {
+        case .accepted: metrics?.ingestAdmitted.increment()
+        case .refused(let error, _): metrics?.ingestRefused(code: error.rawValue)
+        }
+        metrics?.livePublishers.record(connections.count)
     }
 
     private func admission(_ request: IngestAdmissionRequest, disconnect: @escaping @Sendable (String) -> Void) async
@@ -207,6 +243,45 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         requestLogger.info("publisher joined the stage", metadata: ["stage.arn": "\(config.stageArn)",
                                                                     "participant.id": "\(config.participantId)",
                                                                     "ingest.transport": "\(request.transport.rawValue)"])
+        return .accepted(publication)
+    }
+
+    private func admission(_ participant: TokenParticipant, remoteAddress: String,
+                           disconnect: @escaping @Sendable (String) -> Void) async -> IngestAdmissionDecision {
+        var requestLogger = logger
+        requestLogger[metadataKey: "ingest.remote"] = "\(remoteAddress)"
+        requestLogger[metadataKey: "ingest.transport"] = "WHIP"
+        let stageArn = participant.stageArn, participantId = participant.participantId, userId = participant.userId
+        let stage: ResolvedStage?
+        do { stage = try await catalog.stage(arn: stageArn) } catch {
+            requestLogger.error("publish refused: the state store failed", metadata: ["error": "\(error)"])
+            return .refused(.internalServerException, reason: "state store unavailable")
+        }
+        guard let stage else {
+            return refuse(.invalidInput, "stage \(stageArn) of the participant token does not exist", logger: requestLogger)
+        }
+        guard stage.sourcePath == nil else {
+            return refuse(.invalidInput, "stage \(stageArn) is a recorded stage", logger: requestLogger,
+                          stage: stageArn, participantId: participantId, userId: userId)
+        }
+        let key = "whip:\(stageArn)/\(participantId)"
+        if connections[key] != nil || book.isConnected(stageArn: stageArn, participantId: participantId) {
+            return refuse(.reuseOfStreamKey, "participant \(participantId) is already publishing on \(stageArn) (each token joins once at a time)",
+                          logger: requestLogger, stage: stageArn, participantId: participantId, userId: userId)
+        }
+        let publishing = book.connectedCount(stageArn: stageArn)
+        guard publishing < configuration.quotas.publishersPerStage else {
+            return refuse(.quotaExceeded, "stage \(stageArn) has \(publishing) publishers, the quota is \(configuration.quotas.publishersPerStage)",
+                          logger: requestLogger, stage: stageArn, participantId: participantId, userId: userId)
+        }
+        let identity = LiveParticipantIdentity(participantId: participantId, userId: userId, attributes: participant.attributes)
+        let publisher = hub.join(stageArn: stageArn, identity: identity, disconnect: disconnect)
+        let publication = Publication(publisher: publisher, runtime: self)
+        connections[key] = Connection(publication: publication, stageArn: stageArn, participantId: participantId, ingestConfigurationArn: nil)
+        await apply(book.joinAndPublish(stageArn: stageArn, participantId: participantId, userId: userId,
+                                        attributes: participant.attributes, transport: IngestTransport.whip.rawValue,
+                                        ingestConfigurationArn: nil, at: seconds()))
+        requestLogger.info("publisher joined the stage", metadata: ["stage.arn": "\(stageArn)", "participant.id": "\(participantId)"])
         return .accepted(publication)
     }
 

@@ -6,11 +6,12 @@ public import LiveStage
 
 /// The transport a publisher used.
 public enum IngestTransport: String, Sendable, Equatable {
-    case rtmp = "RTMP", rtmps = "RTMPS"
+    case rtmp = "RTMP", rtmps = "RTMPS", whip = "WHIP"
 }
 
 /// The model's EventErrorCode values the ingest path reports.
 public enum IngestPublishError: String, Sendable, Equatable, CaseIterable {
+    case insufficientCapabilities = "INSUFFICIENT_CAPABILITIES"
     case invalidStreamKey = "INVALID_STREAM_KEY"
     case invalidProtocol = "INVALID_PROTOCOL"
     case reuseOfStreamKey = "REUSE_OF_STREAM_KEY"
@@ -46,6 +47,21 @@ public protocol IngestPublication: Sendable {
     func failed(_ error: IngestPublishError, reason: String)
     /// The publisher is gone (unpublished, disconnected, timed out, killed). Called once.
     func ended(reason: String)
+}
+
+/// A WHIP publisher whose participant token verified: which stage, and who it is.
+public struct TokenParticipant: Sendable, Equatable {
+    public var stageArn: String
+    public var participantId: String
+    public var userId: String
+    public var attributes: [String: String]
+
+    public init(stageArn: String, participantId: String, userId: String, attributes: [String: String]) {
+        self.stageArn = stageArn
+        self.participantId = participantId
+        self.userId = userId
+        self.attributes = attributes
+    }
 }
 
 public enum IngestAdmissionDecision: Sendable {

@@ -1,0 +1,2 @@
+// Debian's libsrtp2 (libsrtp2-dev). Only WebRTCSecurity imports it.
+#include <srtp2/srtp.h>

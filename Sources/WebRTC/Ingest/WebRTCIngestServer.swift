@@ -1,0 +1,432 @@
+// The WHIP media transport: one UDP socket for every WebRTC publisher, as a Service.
+//
+//   UDP datagram ─► first byte (RFC 7983) ─┬─ STUN: session by USERNAME's ufrag, then its ICE agent
+//                                          └─ DTLS / SRTP: session by remote address (learnt from
+//                                             a valid ICE check) ─► WebRTCPublisherSession
+//   session outputs ─► datagrams back, access units ─► LivePublisher (the stage's media path)
+//
+// Everything about sessions happens on the socket's event loop: the session table, every
+// session's state and its timers (one 10 ms tick polls the sessions that are due). The work
+// there is light (SRTP, depacketizing, a queue push); decoding happens on the compositions'
+// threads. The HTTP side (`prepare`, `start`, `stop`) hops onto the loop.
+
+public import Logging
+import LiveStage
+public import NIOCore
+public import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+public import IngestServer
+import WebRTCMedia
+import WebRTCPublisher
+public import WebRTCSecurity
+public import WebRTCSignal
+
+public struct WebRTCIngestConfiguration: Sendable {
+    /// Where the UDP socket binds.
+    public var host: String
+    public var port: Int
+    /// The address publishers are told to send to (the answer's candidate): for NAT 1:1 or a
+    /// relay; by default the bound address, which must then not be a wildcard.
+    public var advertisedHost: String?
+    public var advertisedPort: Int?
+    public var session: WebRTCSessionConfiguration
+    /// Sessions at once (prepared or running); beyond it `prepare` refuses.
+    public var maxSessions: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 0, advertisedHost: String? = nil, advertisedPort: Int? = nil,
+                session: WebRTCSessionConfiguration = WebRTCSessionConfiguration(), maxSessions: Int = 256) {
+        self.host = host
+        self.port = port
+        self.advertisedHost = advertisedHost
+        self.advertisedPort = advertisedPort
+        self.session = session
+        self.maxSessions = maxSessions
+    }
+}
+
+/// An offer negotiated into an answer, waiting for the publisher's admission.
+public struct PreparedWebRTCSession: Sendable {
+    /// The WHIP resource ID (the Location's last segment): unguessable.
+    public let id: String
+    public let answer: String
+    public let negotiation: SDPNegotiation
+    let localCredentials: IceCredentials
+}
+
+public struct WebRTCIngestError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable { case notListening, tooManySessions, offer, internalError }
+    public var kind: Kind
+    public var message: String
+    public var description: String { message }
+}
+
+/// Per-participant statistics, each second and at the end (for metrics).
+public protocol WebRTCIngestObserver: Sendable {
+    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64)
+    func ended(participantId: String)
+}
+
+public final class WebRTCIngestServer: Service, Sendable {
+    private let configuration: WebRTCIngestConfiguration
+    private let certificate: DTLSCertificate
+    private let clock: any MediaClockReading
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let observer: (any WebRTCIngestObserver)?
+    private let state = Mutex<ServerState>(ServerState())
+    private let ready = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    struct ServerState {
+        var channel: (any Channel)?
+        var localPort: Int?
+        var table: SessionTable?
+        var failed = false
+    }
+
+    public init(configuration: WebRTCIngestConfiguration, certificate: DTLSCertificate, clock: any MediaClockReading,
+                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, observer: (any WebRTCIngestObserver)? = nil,
+                logger: Logger) {
+        self.configuration = configuration
+        self.certificate = certificate
+        self.clock = clock
+        self.group = group
+        self.observer = observer
+        self.logger = logger
+    }
+
+    /// The bound UDP port, once listening.
+    public var port: Int? { state.withLock { $0.localPort } }
+    /// Datagrams that belonged to no session (garbage, strays, expired sessions).
+    public var unroutableDatagrams: Int64 { state.withLock { $0.table?.unroutable.load(ordering: .relaxed) ?? 0 } }
+
+    public func waitUntilListening() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { $0.localPort != nil || $0.failed }
+            if done { continuation.resume() } else { ready.withLock { $0.append(continuation) } }
+        }
+    }
+
+    // MARK: Service
+
+    public func run() async throws {
+        defer { releaseWaiters() }
+        let table = SessionTable(certificate: certificate, configuration: configuration.session, clock: clock,
+                                 observer: observer, logger: logger)
+        let channel: any Channel
+        do {
+            channel = try await DatagramBootstrap(group: group)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                // Bursts of a keyframe from several publishers: a few MiB of socket buffer.
+                .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(DatagramHandler(table: table))
+                    }
+                }
+                .bind(host: configuration.host, port: configuration.port)
+                .get()
+        } catch {
+            state.withLock { $0.failed = true }
+            throw error
+        }
+        let port = channel.localAddress?.port ?? configuration.port
+        table.channel = channel
+        state.withLock {
+            $0.channel = channel
+            $0.localPort = port
+            $0.table = table
+        }
+        logger.notice("WebRTC (WHIP) media listening", metadata: ["address": "\(configuration.host):\(port)",
+                                                                  "advertised": "\(advertisedAddress(port: port).map { "\($0)" } ?? "?")"])
+        releaseWaiters()
+        let ticker = channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(10), delay: .milliseconds(10)) { _ in
+            table.tick()
+        }
+        try? await gracefulShutdown()
+        ticker.cancel()
+        try? await channel.eventLoop.submit { table.endAll(reason: "the server is shutting down") }.get()
+        try? await channel.close()
+        state.withLock { $0.channel = nil }
+    }
+
+    private func releaseWaiters() {
+        let waiters = ready.withLock { waiters in
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func advertisedAddress(port: Int) -> TransportAddress? {
+        let host = configuration.advertisedHost ?? configuration.host
+        guard let ip = IPAddress(host), ip.bytes.contains(where: { $0 != 0 }) else { return nil }
+        return TransportAddress(ip: ip, port: UInt16(clamping: configuration.advertisedPort ?? port))
+    }
+
+    // MARK: WHIP
+
+    /// Negotiates an offer. Errors name what the offer lacks (for a 400).
+    public func prepare(offer: String) throws(WebRTCIngestError) -> PreparedWebRTCSession {
+        guard let port, let candidate = advertisedAddress(port: port) else {
+            throw WebRTCIngestError(kind: .notListening, message: "WebRTC media transport is not listening")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let credentials = IceCredentials.random(using: &generator)
+        let options = SDPAnswerOptions(localCredentials: credentials, localFingerprintSHA256: certificate.fingerprintSHA256Text,
+                                       candidate: candidate, sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator),
+                                       requireAudio: true, requireVideo: true)
+        let negotiation: SDPNegotiation
+        do {
+            negotiation = try SDPNegotiator.negotiate(offer: offer, options: options)
+        } catch {
+            throw WebRTCIngestError(kind: .offer, message: error.description)
+        }
+        let id = (0..<3).map { _ in String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36) }.joined()
+        return PreparedWebRTCSession(id: id, answer: negotiation.answer, negotiation: negotiation, localCredentials: credentials)
+    }
+
+    /// Starts receiving an admitted publisher's media; `publication.ended` is called when the
+    /// session ends (consent expired, DTLS failure, `stop`, shutdown).
+    public func start(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String) async throws {
+        guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
+            throw WebRTCIngestError(kind: .notListening, message: "WebRTC media transport is not listening")
+        }
+        let maxSessions = configuration.maxSessions
+        try await channel.eventLoop.submit {
+            guard table.count < maxSessions else {
+                throw WebRTCIngestError(kind: .tooManySessions, message: "too many WebRTC sessions (\(maxSessions))")
+            }
+            try table.add(prepared, publication: publication, participantId: participantId)
+        }.get()
+    }
+
+    /// Ends a session (WHIP DELETE, DisconnectParticipant). False when there is none.
+    @discardableResult
+    public func stop(id: String, reason: String) async -> Bool {
+        guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
+            return false
+        }
+        return (try? await channel.eventLoop.submit { table.end(id: id, reason: reason) }.get()) ?? false
+    }
+
+    /// Same, without waiting (the hub's disconnect callback must return quickly).
+    public func stopSoon(id: String, reason: String) {
+        guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
+            return
+        }
+        channel.eventLoop.execute { _ = table.end(id: id, reason: reason) }
+    }
+
+    /// Statistics of a running session.
+    public func statistics(id: String) async -> WebRTCSessionStatistics? {
+        guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
+            return nil
+        }
+        return try? await channel.eventLoop.submit { table.statistics(id: id) }.get()
+    }
+}
+
+// MARK: - Event-loop side
+
+/// Every session, and the indexes to find one. Touched only on the socket's event loop.
+final class SessionTable: @unchecked Sendable {
+    final class Entry {
+        let id: String
+        let participantId: String
+        let session: WebRTCPublisherSession
+        let publication: any IngestPublication
+        var forwarder: WebRTCMediaForwarder
+        var address: TransportAddress?
+        var nextDeadline: Int64?
+        var lastReport: (time: Int64, bytes: Int64)
+
+        init(id: String, participantId: String, session: WebRTCPublisherSession, publication: any IngestPublication, now: Int64) {
+            self.id = id
+            self.participantId = participantId
+            self.session = session
+            self.publication = publication
+            forwarder = WebRTCMediaForwarder(publisher: publication.publisher)
+            lastReport = (now, 0)
+        }
+    }
+
+    var channel: (any Channel)?
+    private let certificate: DTLSCertificate
+    private let configuration: WebRTCSessionConfiguration
+    private let clock: any MediaClockReading
+    private let observer: (any WebRTCIngestObserver)?
+    let unroutable = Atomic<Int64>(0)
+    private let logger: Logger
+    private var byID: [String: Entry] = [:]
+    private var byUfrag: [String: Entry] = [:]
+    private var byAddress: [TransportAddress: Entry] = [:]
+
+    init(certificate: DTLSCertificate, configuration: WebRTCSessionConfiguration, clock: any MediaClockReading,
+         observer: (any WebRTCIngestObserver)?, logger: Logger) {
+        self.certificate = certificate
+        self.configuration = configuration
+        self.clock = clock
+        self.observer = observer
+        self.logger = logger
+    }
+
+    var count: Int { byID.count }
+
+    func add(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String) throws {
+        let now = clock.nowMicroseconds()
+        let session: WebRTCPublisherSession
+        do {
+            session = try WebRTCPublisherSession(negotiation: prepared.negotiation, localCredentials: prepared.localCredentials,
+                                                 certificate: certificate, configuration: configuration, now: now)
+        } catch {
+            throw WebRTCIngestError(kind: .internalError, message: "DTLS setup failed: \(error.reason)")
+        }
+        let entry = Entry(id: prepared.id, participantId: participantId, session: session, publication: publication, now: now)
+        entry.nextDeadline = session.nextDeadline
+        byID[prepared.id] = entry
+        byUfrag[prepared.localCredentials.ufrag] = entry
+    }
+
+    func statistics(id: String) -> WebRTCSessionStatistics? { byID[id]?.session.statistics }
+
+    // MARK: Datagrams
+
+    func receive(_ bytes: [UInt8], from source: TransportAddress) {
+        let entry: Entry?
+        if DatagramKind(classifying: bytes) == .stun {
+            entry = Self.localUfrag(bytes).flatMap { byUfrag[$0] } ?? byAddress[source]
+        } else {
+            entry = byAddress[source]
+        }
+        guard let entry else {
+            unroutable.add(1, ordering: .relaxed)
+            return
+        }
+        let now = clock.nowMicroseconds()
+        let outputs = entry.session.receive(bytes, from: source, now: now)
+        if let selected = entry.session.remoteAddress, selected != entry.address {
+            if let old = entry.address, byAddress[old] === entry { byAddress[old] = nil }
+            entry.address = selected
+            byAddress[selected] = entry
+        }
+        carryOut(outputs, for: entry)
+        entry.nextDeadline = entry.session.nextDeadline
+    }
+
+    /// The first half of a Binding request's USERNAME ("ours:theirs"), without a full decode.
+    static func localUfrag(_ bytes: [UInt8]) -> String? {
+        guard let message = try? STUNMessage.decode(bytes), let username = message.username,
+              let colon = username.firstIndex(of: ":") else { return nil }
+        return String(username[..<colon])
+    }
+
+    // MARK: Timers
+
+    func tick() {
+        let now = clock.nowMicroseconds()
+        for entry in Array(byID.values) {
+            if let deadline = entry.nextDeadline, deadline <= now {
+                carryOut(entry.session.poll(now: now), for: entry)
+                entry.nextDeadline = entry.session.nextDeadline
+            }
+            if byID[entry.id] != nil, now - entry.lastReport.time >= 1_000_000, let observer {
+                let statistics = entry.session.statistics
+                let bytes = statistics.receiver.bytesReceived
+                let bitrate = (bytes - entry.lastReport.bytes) * 8 * 1_000_000 / max(1, now - entry.lastReport.time)
+                entry.lastReport = (now, bytes)
+                observer.update(participantId: entry.participantId, statistics: statistics, bitsPerSecond: bitrate)
+            }
+        }
+    }
+
+    // MARK: Outputs
+
+    private func carryOut(_ outputs: [WebRTCSessionOutput], for entry: Entry) {
+        for output in outputs {
+            switch output {
+            case .send(let bytes, let address):
+                guard let channel, let socketAddress = try? SocketAddress(address) else { continue }
+                let envelope = AddressedEnvelope(remoteAddress: socketAddress, data: channel.allocator.buffer(bytes: bytes))
+                channel.writeAndFlush(envelope, promise: nil)
+            case .media(let unit):
+                entry.forwarder.forward(unit)
+            case .connected:
+                logger.info("WHIP publisher connected", metadata: ["participant.id": "\(entry.participantId)",
+                                                                   "whip.session": "\(entry.id)",
+                                                                   "remote": "\(entry.address.map { "\($0)" } ?? "?")"])
+            case .ended(let reason):
+                remove(entry, reason: reason.description)
+            }
+        }
+    }
+
+    @discardableResult
+    func end(id: String, reason: String) -> Bool {
+        guard let entry = byID[id] else { return false }
+        remove(entry, reason: reason)
+        return true
+    }
+
+    func endAll(reason: String) {
+        for entry in Array(byID.values) { remove(entry, reason: reason) }
+    }
+
+    private func remove(_ entry: Entry, reason: String) {
+        guard byID.removeValue(forKey: entry.id) != nil else { return }
+        byUfrag = byUfrag.filter { $0.value !== entry }
+        if let address = entry.address, byAddress[address] === entry { byAddress[address] = nil }
+        let statistics = entry.session.statistics
+        logger.info("WHIP publisher left", metadata: [
+            "participant.id": "\(entry.participantId)", "whip.session": "\(entry.id)", "reason": "\(reason)",
+            "rtp.received": "\(statistics.receiver.packetsReceived)", "rtp.lost": "\(statistics.receiver.packetsLost)",
+            "rtp.recovered": "\(statistics.receiver.recoveredByNack)",
+            "srtp.auth_failures": "\(statistics.srtp.authenticationFailures)"])
+        observer?.ended(participantId: entry.participantId)
+        entry.publication.ended(reason: reason)
+    }
+}
+
+/// Reads datagrams into the table.
+final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+
+    private let table: SessionTable
+
+    init(table: SessionTable) { self.table = table }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard let source = TransportAddress(envelope.remoteAddress) else { return }
+        table.receive(Array(envelope.data.readableBytesView), from: source)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP port unreachable from a publisher that left surfaces here; the socket stays open.
+    }
+}
+
+extension TransportAddress {
+    init?(_ address: SocketAddress) {
+        guard let port = address.port else { return nil }
+        switch address {
+        case .v4(let v4):
+            let value = UInt32(bigEndian: v4.address.sin_addr.s_addr)
+            self.init(ip: .ipv4(UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)),
+                      port: UInt16(port))
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            guard let ip = IPAddress(bytes: bytes) else { return nil }
+            self.init(ip: ip, port: UInt16(port))
+        case .unixDomainSocket:
+            return nil
+        }
+    }
+}
+
+extension SocketAddress {
+    init(_ address: TransportAddress) throws {
+        try self.init(ipAddress: address.ip.description, port: Int(address.port))
+    }
+}

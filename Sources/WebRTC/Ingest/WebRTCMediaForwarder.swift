@@ -1,0 +1,43 @@
+// Access units of one WHIP publisher into its LivePublisher: the same media path as RTMP
+// (queues, the stage clock, the compositions' decoders). H.264 arrives as Annex B with its
+// parameter sets in band, VP8 as frames, Opus as packets; each stream is announced before its
+// first frame, with an OpusHead for Opus (always 48 kHz; two channels decode mono and stereo).
+
+public import LiveStage
+import FFmpeg
+import MediaCore
+import WebRTCMedia
+public import WebRTCPublisher
+
+public struct WebRTCMediaForwarder {
+    public let publisher: LivePublisher
+    private var videoCodec: MediaCodec?
+    private var audioAnnounced = false
+
+    public init(publisher: LivePublisher) {
+        self.publisher = publisher
+    }
+
+    public mutating func forward(_ unit: ReceivedAccessUnit) {
+        switch unit.codec {
+        case .h264, .vp8:
+            if videoCodec != unit.codec {
+                // Until the first keyframe a decoder has nothing to start from.
+                guard unit.isKeyframe else { return }
+                videoCodec = unit.codec
+                publisher.announce(CodecConfiguration(codec: unit.codec == .h264 ? .h264 : .vp8))
+            }
+            publisher.push(.video, data: unit.data, timestamp: unit.time, isKeyframe: unit.isKeyframe)
+        case .opus:
+            if !audioAnnounced {
+                audioAnnounced = true
+                publisher.announce(CodecConfiguration(codec: .opus, extradata: Self.opusHead, sampleRate: 48_000, channelCount: 2))
+            }
+            publisher.push(.audio, data: unit.data, timestamp: unit.time, isKeyframe: true)
+        }
+    }
+
+    /// RFC 7845 §5.1 identification header: version 1, 2 channels, 312 samples of pre-skip
+    /// (libopus' default), 48 kHz input, 0 dB gain, mapping family 0.
+    static let opusHead: [UInt8] = Array("OpusHead".utf8) + [1, 2, 0x38, 0x01, 0x80, 0xBB, 0x00, 0x00, 0, 0, 0]
+}
