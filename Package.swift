@@ -17,7 +17,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // ops: SigV4 (Auth), webhook delivery and its Service (EventSinks).
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+        // WHIP: participant tokens are ES384 JWTs.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
@@ -127,6 +129,10 @@ let package = Package(
             path: "Sources/WebRTC/Ingest",
             swiftSettings: strict
         ),
+        // Participant tokens: ES384 JWTs signed by the daemon or by imported customer keys.
+        .target(name: "ParticipantTokens", dependencies: [.product(name: "JWTKit", package: "jwt-kit"),
+                                                          .product(name: "Crypto", package: "swift-crypto")],
+                swiftSettings: strict),
         // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
         .target(
             name: "IngestServer",
@@ -160,6 +166,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
+                           "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -209,6 +216,7 @@ let package = Package(
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
         .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),
         .testTarget(name: "WebRTCPublisherTests", dependencies: ["WebRTCPublisher", "WebRTCMedia", "WebRTCSignal", "TestSupport"]),
+        .testTarget(name: "ParticipantTokensTests", dependencies: ["ParticipantTokens", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "WebRTCIngestTests", dependencies: ["WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCMedia",
                                                             "WebRTCSignal", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",

@@ -15,6 +15,10 @@ import AsyncHTTPClient
 import Metrics
 import IngestServer
 import LiveStage
+import WebRTCIngest
+import WebRTCPublisher
+import WebRTCSecurity
+import WebRTCSignal
 import NIOSSL
 import Persistence
 import ServiceLifecycle
@@ -106,11 +110,28 @@ func makeApplication<Store: CompositionStore>(
                                logger: dependencies.logger)
     await runtime.restore()
     let ingestServer = try makeIngestServer(configuration: configuration, admission: runtime, hub: hub, logger: dependencies.logger)
-    let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime)
+    var tokens: TokenAuthority?
+    var whip: (server: WebRTCIngestServer, endpoint: WHIPEndpoint<Store>)?
+    if configuration.ingest.whip.enabled {
+        let authority = try await TokenAuthority(configuration: configuration, persistent: !dependencies.inMemoryStore) {
+            var keys: [String: String] = [:]
+            for stored in try await store.publicKeys() {
+                if let arn = stored.publicKey.arn, let pem = stored.publicKey.publicKeyMaterial { keys[arn] = pem }
+            }
+            return keys
+        }
+        tokens = authority
+        let server = try makeWebRTCIngestServer(configuration: configuration, hub: hub, metrics: metrics, logger: dependencies.logger)
+        whip = (server, WHIPEndpoint(configuration: configuration, store: store, runtime: runtime, media: server, tokens: authority,
+                                     wallClock: Date.init, logger: dependencies.logger))
+    }
+    let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime, tokens: tokens)
+    let endpoint = whip?.endpoint
     let responder = ServerResponder(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
-        operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) })
+        operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) },
+        whip: endpoint.map { endpoint -> @Sendable (Request) async -> Response in { request in await endpoint.respond(to: request) } })
     let logger = dependencies.logger
     let listen = configuration.listen
     return Application(
@@ -119,7 +140,7 @@ func makeApplication<Store: CompositionStore>(
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
         // (their last stage updates), the compositions, and the event services last, so
         // they deliver everything the others published.
-        services: eventServices + [manager, runtime] + (ingestServer.map { [$0] } ?? []),
+        services: eventServices + [manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? []),
         onServerRunning: { channel in
             logger.notice("stage-compositor listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
         },
@@ -157,6 +178,39 @@ func makeIngestServer(configuration: ServerConfiguration, admission: any IngestA
         logger: ingestLogger)
 }
 
+/// The WHIP media transport (UDP), with a fresh DTLS certificate for this run.
+func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHub, metrics: ServerMetrics,
+                            logger: Logger) throws -> WebRTCIngestServer {
+    let whip = configuration.ingest.whip
+    var whipLogger = logger
+    whipLogger[metadataKey: "component"] = "whip"
+    let session = WebRTCSessionConfiguration(
+        ice: IceLiteAgent.Configuration(consentTimeout: Int64(whip.consentTimeoutSeconds * 1_000_000), software: "stage-compositor"),
+        receiver: PublisherMediaReceiverConfiguration(senderSSRC: UInt32.random(in: 1...UInt32.max),
+                                                      maxBitrate: UInt64(configuration.ingest.maxBitrate)))
+    return WebRTCIngestServer(
+        configuration: WebRTCIngestConfiguration(host: whip.host, port: whip.port, advertisedHost: whip.advertisedHost,
+                                                 advertisedPort: whip.advertisedPort, session: session),
+        certificate: try DTLSCertificate.generate(), clock: HubClockReading(clock: hub.clock),
+        observer: WHIPMetricsObserver(metrics: metrics), logger: whipLogger)
+}
+
+/// Per-participant WHIP statistics into /metrics.
+struct WHIPMetricsObserver: WebRTCIngestObserver {
+    let metrics: ServerMetrics
+
+    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64) {
+        let receiver = statistics.receiver
+        metrics.recordWHIP(participantId: participantId, values: [
+            "packets_received": Double(receiver.packetsReceived), "packets_lost": Double(receiver.packetsLost),
+            "packets_recovered_by_nack": Double(receiver.recoveredByNack), "nacks_sent": Double(receiver.nacksSent),
+            "plis_sent": Double(receiver.pictureLossIndicationsSent), "jitter_seconds": Double(receiver.videoJitter) / 1_000_000,
+            "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures)])
+    }
+
+    func ended(participantId: String) { metrics.removeWHIP(participantId: participantId) }
+}
+
 /// Rate measurements on the live media clock.
 struct HubClockReading: MediaClockReading {
     let clock: any MediaClock
@@ -174,6 +228,8 @@ public struct ServerResponder: HTTPResponder {
     let metrics: ServerMetrics
     let logger: Logger
     let operation: @Sendable (APIOperation.Route, String, Data) async throws(APIError) -> Data
+    /// WHIP (`/whip/...`): bearer tokens, not SigV4.
+    var whip: (@Sendable (Request) async -> Response)?
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let method = request.method.rawValue
@@ -185,6 +241,10 @@ public struct ServerResponder: HTTPResponder {
         if method == "GET", path == "/metrics" {
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        if path == "/whip" || path.hasPrefix("/whip/") {
+            guard let whip else { return WHIPResponses.plain(.notFound, "WHIP publishing is disabled on this server (ingest.whip.enabled)") }
+            return await whip(request)
         }
         metrics.requests.increment()
         var request = request

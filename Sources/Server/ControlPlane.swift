@@ -14,8 +14,13 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
     public let manager: CompositionManager<Store>
     public let runtime: StageRuntime<Store>
     let validation: ValidationOptions
+    let tokens: TokenAuthority?
+    let wallClock: @Sendable () -> Date
 
-    public init(configuration: ServerConfiguration, store: Store, manager: CompositionManager<Store>, runtime: StageRuntime<Store>) {
+    init(configuration: ServerConfiguration, store: Store, manager: CompositionManager<Store>, runtime: StageRuntime<Store>,
+         tokens: TokenAuthority? = nil, wallClock: @escaping @Sendable () -> Date = Date.init) {
+        self.tokens = tokens
+        self.wallClock = wallClock
         self.configuration = configuration
         arnContext = ARNContext(region: configuration.region, account: configuration.account)!
         self.store = store
@@ -131,7 +136,12 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
                               autoParticipantRecordingConfiguration: request.autoParticipantRecordingConfiguration)
             try await storeCall { try await store.putStage(StoredStage(stage: stage, sourcePath: sourcePath)) }
             let created = ResolvedStage(stage: stage, sourcePath: sourcePath.isEmpty ? nil : sourcePath, isConfigured: false)
-            return try APIJSON.encode(CreateStageResponse(stage: await presented(created), participantTokens: []))
+            var issued: [ParticipantToken] = []
+            for configuration in request.participantTokenConfigurations ?? [] {
+                issued.append(try await issueToken(for: created, duration: configuration.duration, userId: configuration.userId,
+                                                   attributes: configuration.attributes, capabilities: configuration.capabilities))
+            }
+            return try APIJSON.encode(CreateStageResponse(stage: await presented(created), participantTokens: issued))
         case .getStage:
             let request = try decode(GetStageRequest.self, body)
             return try APIJSON.encode(GetStageResponse(stage: await presented(try await stage(request.arn))))
@@ -172,10 +182,11 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .importPublicKey, .getPublicKey, .listPublicKeys, .deletePublicKey:
             return try await handlePublicKeys(route.operation, body: body)
         case .createParticipantToken:
-            // Participant tokens are for WHIP publishing, which this server does not serve
-            // yet: say so plainly rather than hand out tokens nothing accepts.
-            _ = try decode(CreateParticipantTokenRequest.self, body)
-            throw .validation("CreateParticipantToken: WHIP publishing is not available on this server yet; publish over RTMP/RTMPS with an ingest configuration")
+            let request = try decode(CreateParticipantTokenRequest.self, body)
+            let resolved = try await stage(request.stageArn)
+            let token = try await issueToken(for: resolved, duration: request.duration, userId: request.userId,
+                                             attributes: request.attributes, capabilities: request.capabilities)
+            return try APIJSON.encode(CreateParticipantTokenResponse(participantToken: token))
 
         case .tagResource:
             let wire = try APIJSON.decode(TagResourceRequest.Body.self, from: body)
@@ -208,6 +219,18 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
                                          rtmps: configuration.ingest.rtmpsEndpoint)
         stage.activeSessionId = await runtime.activeSessionId(stageArn: stage.arn)
         return stage
+    }
+
+    /// A participant token for a live stage, signed by the daemon.
+    private func issueToken(for resolved: ResolvedStage, duration: Int?, userId: String?, attributes: [String: String]?,
+                            capabilities: [ParticipantTokenCapability]?) async throws(APIError) -> ParticipantToken {
+        guard resolved.sourcePath == nil else {
+            throw .validation("stageArn: \(resolved.stage.arn) is a recorded stage; participant tokens are for live stages")
+        }
+        guard let tokens, let whipURL = configuration.whipEndpoint(stageId: IVSARN(parsing: resolved.stage.arn, expecting: .stage)?.resourceID ?? "")
+        else { throw .validation("participant tokens are for WHIP publishing, which is disabled here (ingest.whip.enabled)") }
+        return try await tokens.issue(stageArn: resolved.stage.arn, whipURL: whipURL, duration: duration, userId: userId,
+                                      attributes: attributes, capabilities: capabilities, now: wallClock())
     }
 
     private func handleParticipants(_ operation: APIOperation, body: Data) async throws(APIError) -> Data {

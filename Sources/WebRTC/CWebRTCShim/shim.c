@@ -1,6 +1,7 @@
 #include "CWebRTCShim.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -38,10 +39,51 @@ int scw_certificate_sha256(X509 *cert, uint8_t out[32]) {
     return X509_digest(cert, EVP_sha256(), out, &length) == 1 && length == 32;
 }
 
-static int scw_accept_any_certificate(int preverify, X509_STORE_CTX *context) {
+struct scw_expectation {
+    uint8_t fingerprint[32];
+    int mismatched;
+};
+
+/// WebRTC peers use self-signed certificates: the chain is not verified, the leaf's
+/// fingerprint is (against the SDP), when one is expected.
+static int scw_verify_certificate(int preverify, X509_STORE_CTX *context) {
     (void)preverify;
-    (void)context;
+    if (X509_STORE_CTX_get_error_depth(context) != 0) return 1;
+    SSL *ssl = X509_STORE_CTX_get_ex_data(context, SSL_get_ex_data_X509_STORE_CTX_idx());
+    struct scw_expectation *expectation = ssl == NULL ? NULL : SSL_get_app_data(ssl);
+    if (expectation == NULL) return 1;
+    uint8_t digest[32];
+    X509 *certificate = X509_STORE_CTX_get_current_cert(context);
+    if (certificate == NULL || !scw_certificate_sha256(certificate, digest)) {
+        expectation->mismatched = 1;
+        return 0;
+    }
+    uint8_t difference = 0;
+    for (int index = 0; index < 32; index++) difference |= digest[index] ^ expectation->fingerprint[index];
+    if (difference != 0) {
+        expectation->mismatched = 1;
+        return 0;
+    }
     return 1;
+}
+
+int scw_dtls_expect_fingerprint(SSL *ssl, const uint8_t fingerprint[32]) {
+    struct scw_expectation *expectation = calloc(1, sizeof *expectation);
+    if (expectation == NULL) return 0;
+    memcpy(expectation->fingerprint, fingerprint, 32);
+    free(SSL_get_app_data(ssl));
+    return SSL_set_app_data(ssl, expectation);
+}
+
+int scw_dtls_fingerprint_mismatched(SSL *ssl) {
+    struct scw_expectation *expectation = SSL_get_app_data(ssl);
+    return expectation != NULL && expectation->mismatched;
+}
+
+void scw_dtls_free(SSL *ssl) {
+    free(SSL_get_app_data(ssl));
+    SSL_set_app_data(ssl, NULL);
+    SSL_free(ssl);
 }
 
 SSL_CTX *scw_dtls_context(EVP_PKEY *key, X509 *cert, const char *srtp_profiles) {
@@ -52,10 +94,11 @@ SSL_CTX *scw_dtls_context(EVP_PKEY *key, X509 *cert, const char *srtp_profiles) 
     if (SSL_CTX_use_PrivateKey(context, key) != 1) goto fail;
     if (SSL_CTX_check_private_key(context) != 1) goto fail;
     if (SSL_CTX_set_cipher_list(context, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
-                                         "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA") != 1) goto fail;
+                                         "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA:"
+                                         "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-SHA") != 1) goto fail;
     // 0 means success for this one.
     if (SSL_CTX_set_tlsext_use_srtp(context, srtp_profiles) != 0) goto fail;
-    SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, scw_accept_any_certificate);
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, scw_verify_certificate);
     SSL_CTX_set_read_ahead(context, 1);
     return context;
 fail:

@@ -148,13 +148,16 @@ public final class DTLSEndpoint {
             throw DTLSError.openSSL("cannot make a DTLS connection")
         }
         self.ssl = ssl
+        if remoteFingerprint.algorithm.lowercased() == "sha-256", remoteFingerprint.bytes.count == 32 {
+            _ = remoteFingerprint.bytes.withUnsafeBufferPointer { scw_dtls_expect_fingerprint(ssl, $0.baseAddress) }
+        }
         self.certificate = certificate
         self.role = role
         self.remoteFingerprint = (remoteFingerprint.algorithm.lowercased(), remoteFingerprint.bytes)
         self.mtu = mtu
     }
 
-    deinit { SSL_free(ssl) }
+    deinit { scw_dtls_free(ssl) }
 
     /// The client's first flight; nothing for a server, which waits for the ClientHello.
     public func start(now: ContinuousClock.Instant) -> [[UInt8]] {
@@ -195,7 +198,10 @@ public final class DTLSEndpoint {
                 state = connectedState()
             } else {
                 let error = SSL_get_error(ssl, result)
-                if error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE {
+                if scw_dtls_fingerprint_mismatched(ssl) == 1 {
+                    ERR_clear_error()
+                    state = .failed(DTLSError(reason: "DTLS fingerprint mismatch: the peer's certificate is not the one its SDP names"))
+                } else if error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE {
                     state = .failed(DTLSError.openSSL("DTLS handshake failed"))
                 }
             }

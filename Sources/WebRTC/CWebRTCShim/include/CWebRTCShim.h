@@ -24,6 +24,14 @@ SSL_CTX *scw_dtls_context(EVP_PKEY *key, X509 *cert, const char *srtp_profiles);
 /// this MTU and no MTU queries. NULL on failure.
 SSL *scw_dtls_connection(SSL_CTX *context, int is_server, int mtu);
 
+/// The SHA-256 fingerprint the peer's certificate must have (from its SDP): checked while the
+/// handshake runs, so a mismatch aborts it with a fatal alert. 1 on success.
+int scw_dtls_expect_fingerprint(SSL *ssl, const uint8_t fingerprint[32]);
+/// 1 when the handshake failed because the peer's certificate did not match.
+int scw_dtls_fingerprint_mismatched(SSL *ssl);
+/// Frees the connection and what scw_dtls_expect_fingerprint attached.
+void scw_dtls_free(SSL *ssl);
+
 /// Feeds one received datagram to the connection's read BIO.
 int scw_dtls_feed(SSL *ssl, const uint8_t *bytes, int length);
 /// Bytes waiting in the write BIO (records to send), and reading them out.

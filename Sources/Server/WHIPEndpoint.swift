@@ -1,0 +1,177 @@
+// WHIP (RFC 9725) on the API listener: a publisher POSTs an SDP offer to its stage's
+// `endpoints.whip` with a participant token, and gets the answer and a session resource.
+//
+//   POST   /whip/<stage id>            Bearer token, application/sdp → 201 + Location + answer
+//   DELETE /whip/<stage id>/<session>  the participant leaves → 200
+//   PATCH  (trickle ICE, ICE restart)  → 405: the answer carries our only candidate
+//   OPTIONS                            → 204 with CORS, so a web page can publish
+//
+// The order of checks decides what a refused publisher hears: the token first (401/403),
+// then the offer (400 naming what is missing), then the stage's admission (404, 409, 429).
+// A genuine token that is refused also tells the stage (Participant Publish Error).
+
+import APIModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import IngestServer
+import Logging
+import NIOCore
+import ParticipantTokens
+import Persistence
+import WebRTCIngest
+
+struct WHIPEndpoint<Store: CompositionStore>: Sendable {
+    let configuration: ServerConfiguration
+    let store: Store
+    let runtime: StageRuntime<Store>
+    let media: WebRTCIngestServer
+    let tokens: TokenAuthority
+    let wallClock: @Sendable () -> Date
+    let logger: Logger
+
+    /// Offers larger than this are refused (a browser's is 5–10 KiB).
+    static var maxOfferBytes: Int { 64 * 1024 }
+
+    func respond(to request: Request) async -> Response {
+        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard segments.first == "whip", (2...3).contains(segments.count) else {
+            return WHIPResponses.plain(.notFound, "no WHIP endpoint at \(request.uri.path)")
+        }
+        let stageId = segments[1]
+        let resource = segments.count == 3 ? segments[2] : nil
+        switch (request.method, resource) {
+        case (.options, _):
+            return Response(status: .noContent, headers: WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS"))
+        case (.post, nil):
+            var request = request
+            return await publish(&request, stageId: stageId)
+        case (.delete, let id?):
+            guard await media.stop(id: id, reason: "the publisher ended the WHIP session (DELETE)") else {
+                return WHIPResponses.plain(.notFound, "no WHIP session \(id)")
+            }
+            return Response(status: .ok, headers: WHIPResponses.cors(allow: "DELETE, OPTIONS"))
+        case (.patch, _):
+            // No trickle ICE and no ICE restarts: the answer is complete (RFC 9725 §4.3.1).
+            var headers = WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS")
+            headers[.allow] = resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS"
+            return WHIPResponses.plain(.methodNotAllowed, "trickle ICE and ICE restarts are not supported; the answer has every candidate",
+                              headers: headers)
+        default:
+            var headers = WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS")
+            headers[.allow] = resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS"
+            return WHIPResponses.plain(.methodNotAllowed, "\(request.method.rawValue) is not supported here", headers: headers)
+        }
+    }
+
+    private func publish(_ request: inout Request, stageId: String) async -> Response {
+        guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
+                                    resourceID: stageId)?.description else {
+            return WHIPResponses.plain(.notFound, "no stage \(stageId)")
+        }
+        let remote = request.headers[.init("x-forwarded-for")!] ?? "?"
+        var requestLogger = logger
+        requestLogger[metadataKey: "stage.arn"] = "\(stageArn)"
+        // 1. Who is it? (The token is never logged.)
+        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
+            return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <participant token>",
+                              headers: [.wwwAuthenticate: "Bearer"])
+        }
+        let token = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        let claims: ParticipantTokenClaims
+        do {
+            claims = try await tokens.verify(token, stageArn: stageArn, now: wallClock())
+        } catch {
+            requestLogger.notice("WHIP publish refused: participant token", metadata: ["reason": "\(error.message)"])
+            if let genuine = error.genuineClaims {
+                runtime.refused(TokenParticipant(genuine), .invalidInput, reason: error.message)
+            }
+            return WHIPResponses.plain(error.kind == .wrongStage ? .forbidden : .unauthorized, "participant token: \(error.message)",
+                              headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""])
+        }
+        let participant = TokenParticipant(claims)
+        guard claims.capabilities.contains(.publish) else {
+            runtime.refused(participant, .insufficientCapabilities, reason: "the participant token does not allow publishing")
+            return WHIPResponses.plain(.forbidden, "participant token: no PUBLISH capability (a subscribe-only token)")
+        }
+        // 2. What does it send?
+        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/sdp") else {
+            return WHIPResponses.plain(.unsupportedMediaType, "Content-Type must be application/sdp")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: Self.maxOfferBytes)
+        } catch {
+            return WHIPResponses.plain(.contentTooLarge, "an SDP offer is at most \(Self.maxOfferBytes) bytes")
+        }
+        let prepared: PreparedWebRTCSession
+        do {
+            prepared = try media.prepare(offer: String(buffer: body))
+        } catch {
+            requestLogger.notice("WHIP publish refused: offer", metadata: ["reason": "\(error.message)"])
+            if error.kind == .offer {
+                let code: IngestPublishError = error.message.contains("no video") ? .invalidVideoCodec
+                    : error.message.contains("no audio") ? .invalidAudioCodec : .invalidInput
+                runtime.refused(participant, code, reason: error.message)
+                return WHIPResponses.plain(.badRequest, error.message)
+            }
+            return WHIPResponses.plain(.serviceUnavailable, error.message)
+        }
+        // 3. May it publish on this stage now?
+        let media = self.media
+        let id = prepared.id
+        let decision = await runtime.admit(participant, remoteAddress: remote,
+                                           disconnect: { reason in media.stopSoon(id: id, reason: reason) })
+        switch decision {
+        case .refused(let error, let reason):
+            return WHIPResponses.plain(Self.status(for: error), reason)
+        case .accepted(let publication):
+            do {
+                try await media.start(prepared, publication: publication, participantId: claims.participantId)
+            } catch {
+                publication.ended(reason: "the media transport refused the session: \(error)")
+                return WHIPResponses.plain(.serviceUnavailable, "\(error)")
+            }
+        }
+        var headers = WHIPResponses.cors(allow: "POST, OPTIONS")
+        headers[.contentType] = "application/sdp"
+        headers[.location] = "/whip/\(stageId)/\(id)"
+        headers[.eTag] = "\"\(id)\""
+        return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(string: prepared.answer)))
+    }
+
+    static func status(for error: IngestPublishError) -> HTTPResponse.Status {
+        switch error {
+        case .reuseOfStreamKey: return .conflict
+        case .quotaExceeded: return .tooManyRequests
+        case .internalServerException: return .serviceUnavailable
+        case .invalidInput, .invalidStreamKey: return .notFound
+        default: return .forbidden
+        }
+    }
+
+}
+
+enum WHIPResponses {
+    static func cors(allow: String) -> HTTPFields {
+        [.accessControlAllowOrigin: "*",
+         .accessControlAllowMethods: allow,
+         .accessControlAllowHeaders: "Authorization, Content-Type, If-Match",
+         .accessControlExposeHeaders: "Location, ETag, Link",
+         .init("Accept-Post")!: "application/sdp"]
+    }
+
+    static func plain(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        if fields[.accessControlAllowOrigin] == nil { fields[.accessControlAllowOrigin] = "*" }
+        fields[.contentType] = "text/plain; charset=utf-8"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: message + "\n")))
+    }
+}
+
+extension TokenParticipant {
+    init(_ claims: ParticipantTokenClaims) {
+        self.init(stageArn: claims.stageArn, participantId: claims.participantId, userId: claims.userId ?? "",
+                  attributes: claims.attributes)
+    }
+}
