@@ -329,6 +329,9 @@ public final class ParticipantSubscriber {
                 if abs(error) <= Int64(mixRate / 100) {
                     position = expected
                     followDrift(error: error)
+                } else {
+                    logger.debug("live audio jumps to its timestamps", metadata: [
+                        "participant.id": "\(participantId)", "audio.error_ms": "\(error * 1000 / Int64(mixRate))"])
                 }
             } else if abs(error) <= Int64(mixRate / 50) {
                 // Recorded media: keep audio contiguous unless it is off by more than 20 ms.

@@ -41,15 +41,20 @@ public struct SenderClockChange: Sendable, Equatable {
 
 public struct SenderClock: Sendable, Equatable {
     public let clockRate: Int
-    /// Moves smaller than this (µs) between SRs are drift and rounding, not reported.
-    public let changeThreshold: Int64
+    /// A later SR further than this (µs) from the mapping means the sender's clock stepped:
+    /// it is taken at once and reported. Nearer ones are drift plus the jitter of when the
+    /// sender stamped its report (a browser's or aiortc's SR times wobble by milliseconds).
+    public let resyncThreshold: Int64
     public private(set) var mapping: SenderClockMapping?
     public private(set) var senderReportsUsed: Int = 0
+    /// The mapping follows 1/`smoothing` of each later SR's error: drift is tracked (it lags by
+    /// about `smoothing` reports' worth of it) while report jitter is divided by `smoothing`.
+    static let smoothing: Int64 = 8
 
-    public init(clockRate: Int, changeThreshold: Int64 = 1_000) {
+    public init(clockRate: Int, resyncThreshold: Int64 = 100_000) {
         precondition(clockRate > 0, "clock rate must be positive")
         self.clockRate = clockRate
-        self.changeThreshold = changeThreshold
+        self.resyncThreshold = resyncThreshold
     }
 
     /// A media packet with unwrapped `timestamp` arrived at `now` (µs). The first one
@@ -63,17 +68,22 @@ public struct SenderClock: Sendable, Equatable {
 
     /// An SR for this SSRC; `rtpTimestamp` unwrapped by the same unwrapper as the packets
     /// (`TimestampUnwrapper.peek`). Ignored before the first packet, whose timestamp the
-    /// unwrapping needs as reference.
+    /// unwrapping needs as reference. The first SR replaces the provisional mapping; later ones
+    /// nudge it (or replace it, past `resyncThreshold`).
     public mutating func senderReport(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
         guard let old = mapping else { return nil }
-        let new = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: NTPTime.unixMicroseconds(fromNTP: ntpTime),
-                                     source: .senderReport)
+        let measured = NTPTime.unixMicroseconds(fromNTP: ntpTime)
         senderReportsUsed += 1
-        mapping = new
-        let shift = new.wallClock(forTimestamp: old.anchorTimestamp, clockRate: clockRate) - old.anchorWallClock
-        let becameSenderBased = old.source == .arrival
-        guard becameSenderBased || abs(shift) >= changeThreshold else { return nil }
-        return SenderClockChange(mapping: new, shift: shift, becameSenderBased: becameSenderBased)
+        let predicted = old.wallClock(forTimestamp: rtpTimestamp, clockRate: clockRate)
+        let error = measured - predicted
+        if old.source == .arrival || abs(error) >= resyncThreshold {
+            let new = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: measured, source: .senderReport)
+            mapping = new
+            return SenderClockChange(mapping: new, shift: error, becameSenderBased: old.source == .arrival)
+        }
+        mapping = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: predicted + error / Self.smoothing,
+                                     source: .senderReport)
+        return nil
     }
 
     /// Wall-clock µs of an unwrapped RTP timestamp; nil before any mapping.
