@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
 
-.PHONY: deps test-deps build release demo live-demo test bench bench-live fuzz-rtmp clean
+.PHONY: deps test-deps build release demo live-demo test bench bench-live bench-whip fuzz-rtmp clean
 
 deps:
 	@scripts/install-deps.sh
@@ -47,6 +47,10 @@ fuzz-rtmp:
 ## Live compositions with real RTMP publishers: density, glass-to-glass latency, memory.
 bench-live: release test-deps
 	benchmarks/live_bench.py
+
+## WHIP publishers (headless Chromium): CPU per publisher, glass-to-glass latency.
+bench-whip: release test-deps
+	benchmarks/whip_bench.py
 
 clean:
 	rm -rf .build out

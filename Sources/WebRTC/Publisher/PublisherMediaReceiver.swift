@@ -41,6 +41,8 @@ public struct ReceiverStatistics: Sendable, Equatable {
     public var pictureLossIndicationsSent: Int64 = 0
     public var framesDelivered: Int64 = 0
     public var framesIncomplete: Int64 = 0
+    /// Complete delta frames not delivered because an earlier frame was lost.
+    public var framesSkippedUntilKeyframe: Int64 = 0
     /// Interarrival jitter of the video stream, µs.
     public var videoJitter: Int64 = 0
     public var audioJitter: Int64 = 0
@@ -88,6 +90,9 @@ public struct PublisherMediaReceiver: Sendable {
         var h264 = H264Depacketizer()
         var vp8 = VP8Depacketizer()
         var opus = OpusDepacketizer()
+        /// Video after a loss that NACKs could not repair: delta frames would decode into
+        /// garbage, so none is delivered until the next keyframe (the picture freezes instead).
+        var awaitingKeyframe = false
     }
 
     public let configuration: PublisherMediaReceiverConfiguration
@@ -215,6 +220,7 @@ public struct PublisherMediaReceiver: Sendable {
                 for range in output.gaveUp {
                     for sequence in range { track.reorder.abandon(sequence) }
                 }
+                if !output.gaveUp.isEmpty { track.awaitingKeyframe = true }
                 if output.keyframeNeeded { track.keyframes?.keyframeNeeded() }
                 if !output.nacks.isEmpty {
                     for chunk in stride(from: 0, to: output.nacks.count, by: 200) {
@@ -294,11 +300,16 @@ public struct PublisherMediaReceiver: Sendable {
                     // A broken frame breaks decoding until the next keyframe.
                     statistics.framesIncomplete += 1
                     track.keyframes?.keyframeNeeded()
+                    if track.kind == .video { track.awaitingKeyframe = true }
                     continue
                 }
                 if frame.isKeyframe {
                     track.keyframes?.keyframeReceived()
                     track.nack?.keyframeReceived(startingAt: frame.firstSequence)
+                    track.awaitingKeyframe = false
+                } else if track.awaitingKeyframe {
+                    statistics.framesSkippedUntilKeyframe += 1
+                    continue
                 }
                 guard let time = publisherTime(track, frame.timestamp) else { continue }
                 statistics.framesDelivered += 1

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""WHIP benchmark (release build): headless Chromium publishers, the real daemon.
+
+  cpu       CPU of the daemon per WHIP publisher at 1280x720@30 (Chromium drawing a canvas,
+            OpenH264 at its default bitrate): with k publishers and no composition (receive:
+            ICE, SRTP, RTP, depacketizing, the stage queues) and with one composition of them
+            to 1280x720@30 (receive + decode + scale; the composition's own encode is the
+            same for every k, so the slope is the per-publisher cost).
+  latency   glass-to-glass: the page draws the wall-clock time into each frame (a barcode);
+            the composite is read back from nginx-rtmp and decoded on arrival.
+
+Usage: benchmarks/whip_bench.py [--binary PATH] [--seconds S] [--max K] [--only cpu|latency]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "scripts", "daemon-tests"))
+sys.path.insert(0, HERE)
+from daemon_tests import Daemon, NginxRTMP, free_port, wait_state  # noqa: E402
+from live_bench import cpu_seconds, read_latencies, rss_mib  # noqa: E402
+from whip_tests import free_udp_port  # noqa: E402
+
+CLIENTS = os.path.join(REPO, "scripts", "whip-clients")
+CHANNEL = "arn:aws:ivs:us-east-1:123456789012:channel/bench0000000"
+
+
+def start_daemon(workdir, binary, nginx_port=1):
+    d = Daemon(binary, workdir, idle=60, channels=[{"arn": CHANNEL, "ingestEndpoint": f"rtmp://127.0.0.1:{nginx_port}/live",
+                                                    "streamKey": "composite0"}],
+               extra={"ingest": {"rtmp": {"port": free_port()}, "rtmps": {"port": free_port()},
+                                 "whip": {"port": free_udp_port()}},
+                      "encoderPreset": "veryfast", "logLevel": os.environ.get("BENCH_LOG_LEVEL", "notice")})
+    d.start()
+    return d
+
+
+class Browser:
+    """whip_chromium.py publishing the barcode canvas."""
+
+    def __init__(self, d, stage, name, epoch_ms, seconds, workdir):
+        token = d.cli("create-participant-token", "--stage-arn", stage["arn"], "--user-id", name,
+                      "--capabilities", "PUBLISH")["participantToken"]
+        self.participant = token["participantId"]
+        self.log = open(os.path.join(workdir, f"{name}.log"), "w")
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(CLIENTS, "whip_chromium.py"), "--url", stage["endpoints"]["whip"],
+             "--token", token["token"], "--barcode-epoch-ms", str(epoch_ms), "--size", "1280x720",
+             "--duration", str(seconds), "--timeout", str(seconds + 90)],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+
+    def result(self):
+        out, _ = self.process.communicate(timeout=300)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else {}
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def published(d, stage_arn, count, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        events = [e for e in d.events() if e["detail-type"] == "IVS Stage Update" and e["resources"] == [stage_arn]
+                  and e["detail"]["event_name"] == "Participant Published"]
+        if len(events) >= count:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{count} publishers did not publish:\n{d.log()}")
+
+
+def compose_to_channel(d, stage):
+    """A 1280x720@30 composition of the stage pushed to the channel; returns once ACTIVE."""
+    enc = d.cli("create-encoder-configuration", "--name", "hd", "--video",
+                "width=1280,height=720,framerate=30,bitrate=2500000")["encoderConfiguration"]["arn"]
+    arn = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
+        [{"channel": {"channelArn": CHANNEL, "encoderConfigurationArn": enc}}]))["composition"]["arn"]
+    wait_state(d, arn, {"ACTIVE"})
+
+
+def measure(d, seconds):
+    start_cpu, start = cpu_seconds(d.process.pid), time.time()
+    time.sleep(seconds)
+    return (cpu_seconds(d.process.pid) - start_cpu) / (time.time() - start), rss_mib(d.process.pid)
+
+
+def cpu(binary, seconds, maximum):
+    print(f"cpu: k Chromium publishers at 1280x720@30 (canvas, OpenH264), {seconds} s per measurement")
+    rows = []
+    for k in range(1, maximum + 1):
+        workdir = tempfile.mkdtemp(prefix="whip-cpu-")
+        d = start_daemon(workdir, binary)
+        browsers = []
+        try:
+            stage = d.cli("create-stage", "--name", "cpu")["stage"]
+            epoch = time.time() * 1000
+            browsers = [Browser(d, stage, f"p{i}", epoch, seconds * 2 + 30, workdir) for i in range(k)]
+            published(d, stage["arn"], k)
+            time.sleep(3)
+            receive, _ = measure(d, seconds)
+            compose_to_channel(d, stage)
+            time.sleep(3)
+            composed, rss = measure(d, seconds)
+            rows.append((k, receive, composed, rss))
+            print(f"  k={k}: receive only {receive:.3f} CPU s/s, with a 720p30 composition {composed:.3f} CPU s/s, RSS {rss:.0f} MiB")
+        finally:
+            for browser in browsers:
+                browser.kill()
+            d.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+    if len(rows) >= 2:
+        per_receive = (rows[-1][1] - rows[0][1]) / (rows[-1][0] - rows[0][0])
+        per_decode = (rows[-1][2] - rows[0][2]) / (rows[-1][0] - rows[0][0])
+        print(f"  => per WHIP publisher: receive {per_receive:.3f} CPU s/s; receive + decode + scale {per_decode:.3f} CPU s/s")
+
+
+def latency(binary, seconds):
+    print(f"latency: a Chromium page drawing the wall-clock time into 1280x720 frames, {seconds} s")
+    workdir = tempfile.mkdtemp(prefix="whip-latency-")
+    nginx = NginxRTMP(workdir)
+    try:
+        d = start_daemon(workdir, binary, nginx.port)
+        browser = None
+        try:
+            stage = d.cli("create-stage", "--name", "latency")["stage"]
+            epoch = time.time()
+            browser = Browser(d, stage, "clock", epoch * 1000, seconds + 40, workdir)
+            published(d, stage["arn"], 1)
+            compose_to_channel(d, stage)
+            time.sleep(3)
+            composed = read_latencies(f"rtmp://127.0.0.1:{nginx.port}/live/composite0", 1280, 720, 2.0, epoch, seconds)
+            latency_ms = d.config["ingest"].get("latencyMs", 200)
+        finally:
+            if browser:
+                browser.kill()
+            d.stop()
+    finally:
+        nginx.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    if not composed:
+        print("  could not read the barcode")
+        return
+    print(f"  page -> WebRTC -> compositor -> nginx -> reader: median {statistics.median(composed):.0f} ms, "
+          f"p95 {sorted(composed)[int(len(composed) * 0.95)]:.0f} ms ({len(composed)} frames; "
+          f"includes the {latency_ms} ms jitter allowance)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=os.path.join(REPO, ".build", "release", "stage-compositor"))
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--max", type=int, default=2)
+    parser.add_argument("--only", choices=["cpu", "latency"])
+    args = parser.parse_args()
+    if not os.path.exists(args.binary):
+        print(f"no {args.binary}: run `swift build -c release` first")
+        return 1
+    if args.only in (None, "latency"):
+        latency(args.binary, args.seconds)
+    if args.only in (None, "cpu"):
+        cpu(args.binary, args.seconds, args.max)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
