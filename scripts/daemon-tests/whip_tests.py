@@ -155,9 +155,10 @@ def test_mixed_stage_aiortc_h264_vp8_and_rtmp(d):
         check(metric(d, "stage_compositor_whip_packets_received", red["participantId"]) > 100,
               "per-participant packets received in /metrics")
         # Green leaves with DELETE (the WHIP client's normal end), red and blue stay.
+        leaving_at = time.time() - t0
         clients[1].stop()  # green DELETEs its WHIP resource
-        left_at = time.time() - t0
         wait_participant(d, arn_stage, session, green["participantId"], "DISCONNECTED", timeout=10)
+        left_at = time.time() - t0
         time.sleep(5)
         end_at = time.time() - t0
         for client in clients:
@@ -183,7 +184,7 @@ def test_mixed_stage_aiortc_h264_vp8_and_rtmp(d):
         for client in clients:
             client.kill()
         nginx.stop()
-    phases = [(1.5, left_at - 0.3, [("red", 440), ("green", 660), ("blue", 880)]),
+    phases = [(1.5, leaving_at - 0.3, [("red", 440), ("green", 660), ("blue", 880)]),
               (left_at + 1.0, end_at - 0.5, [("red", 440), ("blue", 880)])]
     playlist = recording_playlist(d, final)
     check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
