@@ -157,6 +157,23 @@ struct ComposedRun {
         return (result, Date().timeIntervalSince(started))
     }
 
+    /// What matters while a channel fails: the composition never waited for it. A channel write
+    /// only enqueues; blocking on the socket would take the stall or connect timeout (1 s) or a
+    /// reconnect backoff. 300 ms is far above scheduling noise on a loaded 2-core machine
+    /// (measured: 3.8 and 4.7 ms idle, about 20 ms with the rest of the suite running) and far
+    /// below a blocked send. The wall time is only a guard against a hang: with the rest of the
+    /// suite in parallel on 2 cores (debug build) a 6 s composition measured up to 10.5 s, since
+    /// every tick still encodes, so the bound is 4× the composition.
+    func expectNeverWaitedForTheChannel(_ result: CompositionResult, elapsed: TimeInterval, seconds: Double) {
+        let longestWrite = runner.channelSink?.longestWriteNanoseconds ?? .max
+        #expect(longestWrite < 300_000_000, "a channel write took \(longestWrite / 1_000_000) ms")
+        // Lagged frames come from CPU starvation (other tests share the 2 cores), not from the
+        // channel: they are reported, not asserted.
+        print("channel run: \(String(format: "%.1f", elapsed)) s for \(seconds) s of composition, "
+              + "\(result.laggedFrames) lagged frames, longest channel write \(longestWrite / 1000) µs")
+        #expect(elapsed < seconds * 4, "composition of \(seconds) s took \(elapsed) s")
+    }
+
     var mediaPlaylist: String { storageRoot.appendingPathComponent(runner.recordingSink!.mediaPlaylistKey).path }
 
     func recordingMetadataExists(_ status: RecordingStatus) -> Bool {
@@ -227,17 +244,19 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         let composed = try ComposedRun(channel: configuration, record: false)
         let events = composed.events
         let outage = Thread { [nginx] in
-            guard events.wait(timeout: 5, \.isActive) != nil else { return }
+            // Generous waits: on a loaded machine the first connection can take seconds (if
+            // they expire, the events below are wrong and the test fails).
+            guard events.wait(timeout: 20, \.isActive) != nil else { return }
             Thread.sleep(forTimeInterval: 1.5)
             nginx.stop()
-            guard events.wait(timeout: 3, \.isReconnecting) != nil else { return }
+            guard events.wait(timeout: 10, \.isReconnecting) != nil else { return }
             Thread.sleep(forTimeInterval: 0.6)
             try? nginx.start()
         }
         outage.start()
         let (result, elapsed) = try composed.run(realtime: true)
         #expect(result.failedSinks.isEmpty)
-        #expect(elapsed < 7, "the composition kept real time (\(elapsed) s)")
+        composed.expectNeverWaitedForTheChannel(result, elapsed: elapsed, seconds: 6)
         let seen = events.events
         #expect(seen.count == 4 && seen.first == .active && seen[1].isReconnecting && seen[2] == .active && seen.last == .ended,
                 "events: \(seen)")
@@ -272,7 +291,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         let composed = try ComposedRun(channel: channel(port: nginx.port, key: "stage3", base: .milliseconds(200)), record: true)
         let events = composed.events
         let outage = Thread { [nginx] in
-            guard events.wait(timeout: 5, \.isActive) != nil else { return }
+            guard events.wait(timeout: 20, \.isActive) != nil else { return }
             Thread.sleep(forTimeInterval: 1.0)
             nginx.stop()
         }
@@ -286,7 +305,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         #expect(composed.runner.channelSink?.connectionAttempts == 6)
         #expect(result.failedSinks["channel destination channel1"] == "output: channel destination channel1: connection refused")
         #expect(result.failedSinks["s3 destination recording1"] == nil)
-        #expect(elapsed < 7, "composition took \(elapsed) s")
+        composed.expectNeverWaitedForTheChannel(result, elapsed: elapsed, seconds: 6)
         try composed.expectCompleteRecording(seconds: 6)
     }
 
@@ -302,7 +321,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         let events = composed.events
         let stalledAt = Mutex<Date?>(nil)
         let stall = Thread { [proxy] in
-            guard events.wait(timeout: 5, \.isActive) != nil else { return }
+            guard events.wait(timeout: 20, \.isActive) != nil else { return }
             Thread.sleep(forTimeInterval: 1.0)
             stalledAt.withLock { $0 = Date() }
             proxy.stallReading()
@@ -321,17 +340,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
             #expect(reconnecting.timeIntervalSince(stalled) < 3.5, "stall noticed after \(reconnecting.timeIntervalSince(stalled)) s")
             #expect(failed.timeIntervalSince(reconnecting) < 6, "failed \(failed.timeIntervalSince(reconnecting)) s after reconnecting")
         }
-        // What matters: the composition never waited for the stalled channel. A write only
-        // enqueues; blocking on the socket would take the stall timeout (1 s). 300 ms is far
-        // above scheduling noise on a loaded 2-core machine (measured: 3.8 and 4.7 ms idle, about
-        // 20 ms with the rest of the suite running) and far below a blocked send.
-        let longestWrite = composed.runner.channelSink?.longestWriteNanoseconds ?? .max
-        #expect(longestWrite < 300_000_000, "a channel write took \(longestWrite / 1_000_000) ms")
-        // Lagged frames come from CPU starvation (other tests share the 2 cores), not from the
-        // channel: they are reported, not asserted. The pacer repeats frames instead of
-        // slowing down, so the run still ends on time.
-        print("stalled channel run: \(result.laggedFrames) lagged frames, longest channel write \(longestWrite / 1000) µs")
-        #expect(elapsed < 12, "composition took \(elapsed) s")
+        composed.expectNeverWaitedForTheChannel(result, elapsed: elapsed, seconds: 10)
         try composed.expectCompleteRecording(seconds: 10)
         _ = nginx
     }

@@ -100,6 +100,8 @@ struct ConfigExampleTests {
         "ingest.rtmp.enabled", "ingest.rtmp.host", "ingest.rtmp.port", "ingest.rtmps.enabled", "ingest.rtmps.host",
         "ingest.rtmps.port", "ingest.publicHost", "ingest.latencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
         "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",
+        "ingest.whip.enabled", "ingest.whip.host", "ingest.whip.port", "ingest.whip.advertisedHost",
+        "ingest.whip.consentTimeoutSeconds",
     ]
 
     /// Leaf paths of a JSON value; `auth.accessKeys` and `buckets` are maps, so leaves.

@@ -777,6 +777,8 @@ def run_test(tests, name, make_daemon, usage):
     except Failure as failure:
         print(f"FAIL {name}: {failure}")
         print("--- daemon log ---\n" + daemon.log())
+        # Once more after the (long) log: a truncated CI excerpt shows its tail.
+        print(f"--- end of daemon log ---\nFAIL {name}: {failure}")
         return 1
     finally:
         if daemon.process and daemon.process.poll() is None:

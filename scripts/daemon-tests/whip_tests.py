@@ -583,7 +583,7 @@ def test_impaired_network_keeps_playing_then_an_outage_leaves(d):
         stage = create_stage(d)
         tok = token(d, stage["arn"], "lossy")
         publisher = AiortcPublisher(stage["endpoints"]["whip"], tok["token"], "magenta", 550, d.workdir, "lossy", duration=110,
-                                    extra=["--flash-every", "0.5"])
+                                    extra=["--flash-every", "0.5", "--flash-frames", "5"])
         wait_published(d, stage["arn"], tok["participantId"])
         session = session_id(d, stage["arn"])
         composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
@@ -617,7 +617,9 @@ def test_impaired_network_keeps_playing_then_an_outage_leaves(d):
     # The recording until the outage: magenta, with a white flash every 0.5 s that keeps
     # coming. A frozen picture would skip flashes: the longest gap between two flashes, less
     # 0.5 s, bounds the longest freeze. aiortc sends keyframes only when asked (PLI), so the
-    # bound is IVS's recommended keyframe interval, 2 s.
+    # bound is IVS's recommended keyframe interval, 2 s. The flashes last 5 frames so that a
+    # composition tick that is late on a loaded machine (it shows the latest due frame) cannot
+    # skip a whole flash.
     playlist = recording_playlist(d, final)
     video = media_check.Video(playlist, *SIZE, fps=30)
     end = outage_begins - composition_start - 1

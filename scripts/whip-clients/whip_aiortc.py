@@ -120,7 +120,7 @@ def make_tracks(args, clock, counters):
                 t = k / self.fps
                 n = round(t / args.flash_every)
                 start_frame = round(n * args.flash_every * self.fps)
-                flash = n >= 1 and start_frame <= k < start_frame + FLASH_FRAMES
+                flash = n >= 1 and start_frame <= k < start_frame + args.flash_frames
             frame = av.VideoFrame.from_ndarray(self.white if flash else self.normal, format="yuv420p")
             frame.pts = int(round(k * VIDEO_CLOCK / self.fps))
             frame.time_base = fractions.Fraction(1, VIDEO_CLOCK)
@@ -363,8 +363,10 @@ def parse_args(argv=None):
     p.add_argument("--duration", type=float, default=10.0, help="seconds to publish after connecting")
     p.add_argument("--duration-from-start", action="store_true", help="count --duration from process start")
     p.add_argument("--flash-every", type=float, default=0.0,
-                   help="every S seconds (media time, first at S): %d white frames + %d ms %d Hz beep"
-                   % (FLASH_FRAMES, BEEP_S * 1000, BEEP_HZ))
+                   help="every S seconds (media time, first at S): --flash-frames white frames + %d ms %d Hz beep"
+                   % (BEEP_S * 1000, BEEP_HZ))
+    p.add_argument("--flash-frames", type=int, default=FLASH_FRAMES,
+                   help="white frames per flash (default %(default)s; longer flashes survive a composition that skips frames)")
     p.add_argument("--width", type=int, default=640)
     p.add_argument("--height", type=int, default=360)
     p.add_argument("--fps", type=float, default=30.0)
