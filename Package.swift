@@ -191,6 +191,11 @@ let package = Package(
 
         // Helpers shared by the test targets (threads for blocking work ...).
         .target(name: "TestSupport", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Tests/TestSupport"),
+        // A scripted loopback HTTP server (webhook receivers, S3 endpoints that fail on cue).
+        .target(name: "HTTPTestSupport", dependencies: [.product(name: "NIOCore", package: "swift-nio"),
+                                                        .product(name: "NIOPosix", package: "swift-nio"),
+                                                        .product(name: "NIOHTTP1", package: "swift-nio")],
+                path: "Tests/HTTPTestSupport"),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore", "TestSupport"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
@@ -201,6 +206,7 @@ let package = Package(
         .testTarget(
             name: "S3StorageTests",
             dependencies: ["Storage", "Auth", "Destinations", "Pipeline", "Stages", "HLS", "Layout", "MediaCore", "TestSupport",
+                           "HTTPTestSupport",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
@@ -226,7 +232,7 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(
             name: "EventSinksTests",
-            dependencies: ["EventSinks", "Events",
+            dependencies: ["EventSinks", "Events", "HTTPTestSupport",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

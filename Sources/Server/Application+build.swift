@@ -38,12 +38,15 @@ public struct ServerDependencies: Sendable {
     public var inMemoryStore: Bool
     /// The clock live media is stamped and composed on (the wall clock outside tests).
     public var liveClock: any MediaClock
+    /// systemd notifications (READY, STATUS, WATCHDOG, STOPPING); nil outside a notify unit.
+    public var notifier: SystemdNotifier?
 
     public init(logger: Logger, events: (any EventSink)? = nil,
                 authenticator: (any RequestAuthenticator)? = nil,
                 metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                 clock: any MediaClock = SystemMediaClock(), launcher: (any CompositionPipelineLauncher)? = nil,
-                inMemoryStore: Bool = false, liveClock: any MediaClock = SystemMediaClock()) {
+                inMemoryStore: Bool = false, liveClock: any MediaClock = SystemMediaClock(), notifier: SystemdNotifier? = nil) {
+        self.notifier = notifier
         self.liveClock = liveClock
         self.logger = logger
         self.events = events
@@ -104,7 +107,8 @@ func makeApplication<Store: CompositionStore>(
     metrics: ServerMetrics, dependencies: ServerDependencies
 ) async throws -> Application<ServerResponder> {
     let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher, hub: hub,
-                                     clock: dependencies.clock, metrics: metrics, logger: dependencies.logger)
+                                     clock: dependencies.clock, metrics: metrics, notifier: dependencies.notifier,
+                                     logger: dependencies.logger)
     try await manager.restore()
     let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, metrics: metrics,
                                logger: dependencies.logger)
@@ -141,8 +145,10 @@ func makeApplication<Store: CompositionStore>(
         // (their last stage updates), the compositions, and the event services last, so
         // they deliver everything the others published.
         services: eventServices + [manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? []),
-        onServerRunning: { channel in
-            logger.notice("stage-compositor listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
+        onServerRunning: { [notifier = dependencies.notifier] channel in
+            let address = channel.localAddress.map { "\($0)" } ?? "?"
+            logger.notice("stage-compositor listening", metadata: ["address": "\(address)"])
+            notifier?.ready(status: "listening on \(address)")
         },
         logger: logger)
 }

@@ -59,6 +59,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     private let inbox: AsyncStream<(String, PipelineReport)>
     private let inboxContinuation: AsyncStream<(String, PipelineReport)>.Continuation
 
+    /// systemd: the watchdog is pinged and the status updated from the timer loop.
+    private let notifier: SystemdNotifier?
     private var entries: [String: Entry] = [:]
     private var outbox: [CompositionStateChangeEvent] = []
     private var dirty: Set<String> = []
@@ -66,7 +68,9 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
                 launcher: any CompositionPipelineLauncher, hub: LiveStageHub? = nil, clock: any MediaClock,
-                wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, logger: Logger) {
+                wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, notifier: SystemdNotifier? = nil,
+                logger: Logger) {
+        self.notifier = notifier
         self.hub = hub
         self.configuration = configuration
         arnContext = ARNContext(region: configuration.region, account: configuration.account)!
@@ -101,6 +105,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             }
             group.addTask { await self.timerLoop() }
             try? await gracefulShutdown()
+            self.notifier?.stopping(status: "stopping: \(self.runningCount.compositions) compositions running")
             await self.shutdownAll()
             group.cancelAll()
         }
@@ -483,6 +488,17 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         }
         await flush()
         updateMetrics()
+        if let notifier {
+            let running = runningCount
+            notifier.heartbeat(status: SystemdNotifyPolicy.status(runningCompositions: running.compositions, publishers: running.publishers))
+        }
+    }
+
+    /// Compositions not yet ended, and the publishers they show.
+    private var runningCount: (compositions: Int, publishers: Int) {
+        entries.values.reduce(into: (0, 0)) { count, entry in
+            if !entry.isTerminal { count.0 += 1; count.1 += entry.publishers }
+        }
     }
 
     private func nextWakeUp() -> MediaTime? {

@@ -579,3 +579,66 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         return file.hasPrefix("/") ? file : stateDirectory + "/" + file
     }
 }
+
+// MARK: Embedded defaults
+
+extension ServerConfiguration {
+    /// Where the embedded defaults come from: the process's environment, working directory and
+    /// executable, passed in so that the choice is testable.
+    public struct Surroundings: Sendable {
+        public var environment: [String: String]
+        public var workingDirectory: String
+        public var executablePath: String
+        public init(environment: [String: String], workingDirectory: String, executablePath: String) {
+            self.environment = environment
+            self.workingDirectory = workingDirectory
+            self.executablePath = executablePath
+        }
+
+        public static var current: Surroundings {
+            Surroundings(environment: ProcessInfo.processInfo.environment,
+                         workingDirectory: FileManager.default.currentDirectoryPath,
+                         executablePath: Bundle.main.executableURL?.path ?? CommandLine.arguments[0])
+        }
+    }
+
+    /// The bucket the embedded defaults record into.
+    public static let embeddedBucket = "recordings"
+
+    /// `serve` without `--config`: the API on loopback, ingest on loopback, state in
+    /// `$XDG_STATE_HOME/stage-compositor` (or `stage-compositor-state` in the working
+    /// directory), one local bucket `recordings` inside it, and the bundled recorded stages
+    /// (the checkout's `fixtures/`, or the installed `share/stage-compositor/stages`), each a
+    /// stage whose id is its folder's name. Paths are absolute.
+    public static func embeddedDefaults(_ surroundings: Surroundings) -> ServerConfiguration {
+        func absolute(_ path: String, base: String) -> String {
+            (path.hasPrefix("/") ? URL(fileURLWithPath: path) : URL(fileURLWithPath: base).appendingPathComponent(path))
+                .standardizedFileURL.path
+        }
+        let cwd = surroundings.workingDirectory
+        let state: String
+        if let xdg = surroundings.environment["XDG_STATE_HOME"], !xdg.isEmpty {
+            state = absolute(xdg, base: cwd) + "/stage-compositor"
+        } else {
+            state = absolute("stage-compositor-state", base: cwd)
+        }
+        var configuration = ServerConfiguration(stateDirectory: state, buckets: [embeddedBucket: state + "/buckets/" + embeddedBucket])
+        let executableFolder = URL(fileURLWithPath: absolute(surroundings.executablePath, base: cwd)).deletingLastPathComponent()
+        let candidates = [absolute("fixtures", base: cwd),
+                          executableFolder.appendingPathComponent("../share/stage-compositor/stages").standardizedFileURL.path,
+                          "/usr/local/share/stage-compositor/stages", "/usr/share/stage-compositor/stages"]
+        let files = FileManager.default
+        if let root = candidates.first(where: { files.fileExists(atPath: $0) }) {
+            let folders = ((try? files.contentsOfDirectory(atPath: root)) ?? []).sorted()
+            configuration.stageSourceRoots = [root]
+            configuration.stages = folders.compactMap { name in
+                let valid = !name.isEmpty && name.unicodeScalars.allSatisfy {
+                    ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-"
+                }
+                guard valid, files.fileExists(atPath: root + "/" + name + "/manifest.json") else { return nil }
+                return StageEntry(id: name, name: name, source: root + "/" + name)
+            }
+        }
+        return configuration
+    }
+}

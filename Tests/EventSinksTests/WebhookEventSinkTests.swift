@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import EventSinks
 import Events
 import Foundation
+import HTTPTestSupport
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Synchronization
@@ -102,7 +103,7 @@ struct WebhookScriptedTests {
 struct WebhookLoopbackTests {
     @Test("500, 500, then 200: delivered exactly once, as application/json")
     func failingThenAccepting() async throws {
-        let server = try await LoopbackWebhookServer(policy: { $0 <= 2 ? 500 : 200 })
+        let server = try await webhookServer(policy: { $0 <= 2 ? 500 : 200 })
         let sink = WebhookEventSink(configuration: fastConfiguration(url: server.url), httpClient: .shared,
                                     logger: quietLogger)
         try await withRunningSink(sink) {
@@ -118,7 +119,7 @@ struct WebhookLoopbackTests {
             #expect(request.method == "POST")
             #expect(request.uri == "/events")
             #expect(request.contentType == "application/json")
-            #expect(request.body == sampleEvent(1).jsonLine)
+            #expect(request.text == sampleEvent(1).jsonLine)
         }
         #expect(sink.statistics.retries == 2)
         #expect(sink.statistics.failed == 0)
@@ -126,7 +127,7 @@ struct WebhookLoopbackTests {
 
     @Test("a refused connection: publish returns at once, gives up after maxAttempts")
     func refused() async throws {
-        let port = try await refusedPort()
+        let port = try await ScriptedHTTPServer.refusedPort()
         // AsyncHTTPClient retries a refused connection until the request deadline, so an
         // attempt against a dead port lasts `requestTimeout`.
         let sink = WebhookEventSink(configuration: fastConfiguration(url: "http://127.0.0.1:\(port)/events",
@@ -145,7 +146,7 @@ struct WebhookLoopbackTests {
 
     @Test("a server that never answers: each attempt times out, then the event fails")
     func neverAnswers() async throws {
-        let server = try await LoopbackWebhookServer(policy: { _ in nil })
+        let server = try await webhookServer(policy: { _ in nil })
         let sink = WebhookEventSink(configuration: fastConfiguration(url: server.url, maxAttempts: 2,
                                                                      timeout: .milliseconds(600)),
                                     httpClient: .shared, logger: quietLogger)
@@ -162,7 +163,7 @@ struct WebhookLoopbackTests {
 
     @Test("graceful shutdown flushes within its bound and abandons the rest")
     func shutdownBound() async throws {
-        let server = try await LoopbackWebhookServer(policy: { _ in nil })
+        let server = try await webhookServer(policy: { _ in nil })
         let sink = WebhookEventSink(configuration: fastConfiguration(url: server.url, timeout: .seconds(30),
                                                                      flush: .milliseconds(300)),
                                     httpClient: .shared, logger: quietLogger)

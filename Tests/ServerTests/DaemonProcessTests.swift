@@ -61,4 +61,5 @@ final class DaemonProcessTests: XCTestCase {
     func testSigV4AuthThroughAWSCLIAndBotocore() throws { try runScript("sigv4_auth") }
     func testChannelDestinationPushesToNginxRTMP() throws { try runScript("channel_destination_pushes_to_nginx") }
     func testRefusedChannelFailsAloneWhileRecordingCompletes() throws { try runScript("channel_refused_fails_alone") }
+    func testServeWithoutConfigAndSystemdNotify() throws { try runScript("serve_without_config_and_systemd_notify") }
 }

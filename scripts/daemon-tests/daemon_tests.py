@@ -756,6 +756,136 @@ def test_channel_refused_fails_alone(d):
     check(d.stop() == 0, "exit status")
 
 
+class EmbeddedDefaultsDaemon(Daemon):
+    """`stage-compositor serve` with no arguments, run from the checkout (its fixtures are the
+    bundled stages) with XDG_STATE_HOME in the test's folder and a systemd notify socket."""
+    PORT = 8086
+
+    def __init__(self, binary, workdir, notify_socket, watchdog_usec):
+        super().__init__(binary, workdir)
+        self.port = self.PORT
+        self.xdg = os.path.join(workdir, "xdg")
+        self.env = dict(ENV, XDG_STATE_HOME=self.xdg, NOTIFY_SOCKET=notify_socket, WATCHDOG_USEC=str(watchdog_usec))
+        self.env.pop("WATCHDOG_PID", None)
+
+    @property
+    def recordings(self):
+        return os.path.join(self.xdg, "stage-compositor", "buckets", "recordings")
+
+    @property
+    def events_path(self):
+        return os.path.join(self.xdg, "stage-compositor", "events.jsonl")
+
+    def start(self):
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", self.port))
+            except OSError as error:
+                raise Failure(f"the embedded defaults listen on 127.0.0.1:{self.port}, which is in use here: {error}")
+        self.stderr = open(self.stderr_path, "a")
+        self.stdout_path = os.path.join(self.workdir, "stdout.txt")
+        self.process = subprocess.Popen([self.binary, "serve"], cwd=REPO, env=self.env,
+                                        stdout=open(self.stdout_path, "w"), stderr=self.stderr)
+        return self
+
+
+class NotifySocket:
+    """The service manager's side of sd_notify: a datagram socket read by a thread that keeps
+    every message with its arrival time."""
+
+    def __init__(self, path):
+        import threading
+        self.path = path
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(path)
+        self.socket.settimeout(0.2)
+        self.messages = []
+        self.condition = threading.Condition()
+        self.closed = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while not self.closed:
+            try:
+                data = self.socket.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            message = dict(line.split("=", 1) for line in data.decode().split("\n") if "=" in line)
+            with self.condition:
+                self.messages.append((time.time(), message))
+                self.condition.notify_all()
+
+    def wait_for(self, key, timeout):
+        """The first message that has `key` (None after `timeout`)."""
+        with self.condition:
+            found = self.condition.wait_for(lambda: next((m for _, m in self.messages if key in m), None), timeout)
+            return found or None
+
+    def close(self):
+        self.closed = True
+        self.thread.join()
+        self.socket.close()
+
+
+def test_serve_without_config_and_systemd_notify(d):
+    """`serve` with no arguments runs on embedded defaults: the API on 127.0.0.1:8086 answers
+    the AWS CLI, the bundled recorded stages are there, and a composition records into the
+    local bucket "recordings" under $XDG_STATE_HOME. As a Type=notify service it sends READY=1
+    once the API listens, STATUS= with the running compositions, WATCHDOG=1 more often than
+    WATCHDOG_USEC, and STOPPING=1 on SIGTERM."""
+    notify = NotifySocket(os.path.join(d.workdir, "notify.sock"))
+    watchdog_seconds = 4
+    daemon = EmbeddedDefaultsDaemon(d.binary, d.workdir, notify.path, watchdog_seconds * 1_000_000)
+    try:
+        daemon.start()
+        started = time.time()
+        ready = notify.wait_for("READY", timeout=60)
+        check(ready is not None and ready.get("READY") == "1", f"no READY=1: {notify.messages}\n{daemon.log()}")
+        check("listening on" in ready.get("STATUS", ""), f"READY's status: {ready}")
+        print(f"READY=1 {time.time() - started:.2f} s after the start")
+        # READY means the API answers.
+        stages = daemon.cli("list-stages")["stages"]
+        arns = sorted(s["arn"] for s in stages)
+        bundled = [f"arn:aws:ivs:{REGION}:{ACCOUNT}:stage/{name}" for name in ("four-grid", "two-people")]
+        check(all(arn in arns for arn in bundled), f"bundled stages: {arns}")
+        enc = daemon.cli("create-encoder-configuration", "--name", "small",
+                         "--video", "width=320,height=180,framerate=15,bitrate=300000")["encoderConfiguration"]["arn"]
+        sto = daemon.cli("create-storage-configuration", "--name", "local",
+                         "--s3", "bucketName=recordings")["storageConfiguration"]["arn"]
+        arn = daemon.cli("start-composition", "--stage-arn", bundled[1], "--destinations",
+                         s3_destinations(enc, sto))["composition"]["arn"]
+        check(wait_state(daemon, arn, {"ACTIVE", "FAILED"}, timeout=60) == "ACTIVE", "composition ACTIVE")
+        time.sleep(3)
+        daemon.cli("stop-composition", "--arn", arn)
+        check(wait_state(daemon, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition STOPPED")
+        time.sleep(2)
+        final = daemon.cli("get-composition", "--arn", arn)["composition"]
+        check_recording(daemon, final, min_seconds=1)
+        statuses = [m["STATUS"] for _, m in notify.messages if "STATUS" in m]
+        check(any(s.startswith("1 composition running") for s in statuses), f"statuses: {statuses}")
+        check(statuses[-1].startswith("0 compositions running"), f"statuses: {statuses}")
+        check(daemon.stop() == 0, f"exit status\n{daemon.log()}")
+        check(notify.wait_for("STOPPING", timeout=5) is not None, f"no STOPPING=1: {notify.messages[-3:]}")
+        pings = [t for t, m in notify.messages if m.get("WATCHDOG") == "1"]
+        gaps = [b - a for a, b in zip(pings, pings[1:])]
+        print(f"watchdog: {len(pings)} pings, longest gap {max(gaps):.2f} s (WATCHDOG_USEC {watchdog_seconds} s)")
+        # Pinged every WATCHDOG_USEC/2; a gap of the whole interval would have had the daemon restarted.
+        check(len(pings) >= 3 and max(gaps) < watchdog_seconds, f"watchdog pings at {pings}")
+        with open(daemon.stdout_path) as f:
+            summary = f.read()
+        check("http://127.0.0.1:8086" in summary and daemon.recordings in summary and "stage/two-people" in summary,
+              f"the start-up summary: {summary}")
+    finally:
+        if daemon.process and daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
+        notify.close()
+
+
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 
