@@ -6,10 +6,9 @@ public import Layout
 
 /// Options that reach beyond the model's own constraints.
 public struct ValidationOptions: Sendable {
-    /// Extra layout checks (the Layout module's `LayoutConfiguration.validate()`): returns
-    /// nil when the layout is usable, else a message whose path is relative to `layout`
-    /// (e.g. "grid.gridGap: ..."). The model-level checks run first regardless.
-    // The daemon (Server's ControlPlane) sets it to the Layout module's validate().
+    /// Extra layout checks beyond the model's (which the Layout module's
+    /// `LayoutConfiguration.validate()` makes): returns nil when the layout is usable, else a
+    /// message whose path is relative to `layout` (e.g. "pip.pipWidth: ...").
     public var layoutCheck: (@Sendable (LayoutConfiguration) -> String?)?
 
     public init(layoutCheck: (@Sendable (LayoutConfiguration) -> String?)? = nil) {
@@ -217,24 +216,13 @@ extension S3DestinationConfiguration {
 }
 
 extension LayoutConfiguration {
-    /// The model's constraints on the layout members, then the optional deeper check.
+    /// The model's constraints on the layout (the Layout module's checks, the one place they
+    /// live), then the optional deeper check.
     func validateModel(options: ValidationOptions) throws(APIError) {
-        if let grid {
-            try Rule.name(grid.featuredParticipantAttribute, at: "layout.grid.featuredParticipantAttribute")
-            try Rule.name(grid.participantOrderAttribute, at: "layout.grid.participantOrderAttribute")
-            try Rule.minimum(grid.gridGap, 0, at: "layout.grid.gridGap")
-        }
-        if let pip {
-            try Rule.name(pip.featuredParticipantAttribute, at: "layout.pip.featuredParticipantAttribute")
-            try Rule.name(pip.participantOrderAttribute, at: "layout.pip.participantOrderAttribute")
-            try Rule.name(pip.pipParticipantAttribute, at: "layout.pip.pipParticipantAttribute")
-            try Rule.minimum(pip.gridGap, 0, at: "layout.pip.gridGap")
-            try Rule.minimum(pip.pipOffset, 0, at: "layout.pip.pipOffset")
-            try Rule.minimum(pip.pipWidth, 1, at: "layout.pip.pipWidth")
-            try Rule.minimum(pip.pipHeight, 1, at: "layout.pip.pipHeight")
-        }
-        if grid != nil && pip != nil {
-            throw Rule.fail("layout", "specify either grid or pip, not both")
+        do throws(LayoutValidationError) {
+            try validate(prefix: "layout")
+        } catch {
+            throw .validation(error.description)
         }
         if let check = options.layoutCheck, let problem = check(self) {
             throw .validation("layout.\(problem)")

@@ -41,12 +41,15 @@ public enum AttributeKey {
     }
 }
 
+// The one place layouts are validated: StartComposition (through APIModels), `compose
+// --layout` and the layout presets all get these checks and this wording.
+
 extension LayoutConfiguration {
     /// Checks the limits of the IVS API model. `prefix` is the path of this configuration in
     /// its request (`layout` in StartComposition).
     public func validate(prefix: String = "layout") throws(LayoutValidationError) {
         if grid != nil, pip != nil {
-            throw .invalidField(field: prefix, reason: "exactly one of grid or pip may be set")
+            throw .invalidField(field: prefix, reason: "specify either grid or pip, not both")
         }
         if let grid { try grid.validate(prefix: "\(prefix).grid") }
         if let pip { try pip.validate(prefix: "\(prefix).pip") }
@@ -64,8 +67,8 @@ extension GridConfiguration {
 extension PipConfiguration {
     public func validate(prefix: String = "layout.pip") throws(LayoutValidationError) {
         try validateAttributeKey(featuredParticipantAttribute, field: "\(prefix).featuredParticipantAttribute")
-        try validateAttributeKey(pipParticipantAttribute, field: "\(prefix).pipParticipantAttribute")
         try validateAttributeKey(participantOrderAttribute, field: "\(prefix).participantOrderAttribute")
+        try validateAttributeKey(pipParticipantAttribute, field: "\(prefix).pipParticipantAttribute")
         try validateMinimum(gridGap, 0, field: "\(prefix).gridGap")
         try validateMinimum(pipOffset, 0, field: "\(prefix).pipOffset")
         try validateMinimum(pipWidth, 1, field: "\(prefix).pipWidth")
@@ -75,16 +78,20 @@ extension PipConfiguration {
 
 private func validateAttributeKey(_ key: String?, field: String) throws(LayoutValidationError) {
     guard let key else { return }
-    if key.utf8.count > AttributeKey.maximumLength {
-        throw .invalidField(field: field, reason: "must be at most \(AttributeKey.maximumLength) characters")
+    let count = key.unicodeScalars.count
+    if count > AttributeKey.maximumLength {
+        throw .invalidField(field: field, reason: "length must be between 0 and \(AttributeKey.maximumLength) characters (got \(count))")
     }
     if !AttributeKey.isValid(key) {
-        throw .invalidField(field: field, reason: "must match [a-zA-Z0-9-_]*")
+        // Quoted, cut short so that a huge value cannot flood a log line.
+        let scalars = key.unicodeScalars
+        let shown = scalars.count > 160 ? String(String.UnicodeScalarView(scalars.prefix(160))) + "..." : key
+        throw .invalidField(field: field, reason: "'\(shown)' must match [a-zA-Z0-9-_]*")
     }
 }
 
 private func validateMinimum(_ value: Int?, _ minimum: Int, field: String) throws(LayoutValidationError) {
     if let value, value < minimum {
-        throw .invalidField(field: field, reason: "must be >= \(minimum)")
+        throw .invalidField(field: field, reason: "must be at least \(minimum) (got \(value))")
     }
 }

@@ -27,19 +27,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         catalog = StageCatalog(configuration: configuration, store: store)
         self.manager = manager
         self.runtime = runtime
-        validation = ValidationOptions(layoutCheck: Self.layoutProblem)
-    }
-
-    /// The Layout module's own checks of a requested layout, after the model's: the message's
-    /// path is relative to `layout` (`grid.gridGap: ...`), as ValidationOptions expects.
-    @Sendable static func layoutProblem(_ layout: LayoutConfiguration) -> String? {
-        do throws(LayoutValidationError) {
-            if let grid = layout.grid { try grid.validate(prefix: "grid") }
-            if let pip = layout.pip { try pip.validate(prefix: "pip") }
-            return nil
-        } catch {
-            return error.description
-        }
+        validation = ValidationOptions()
     }
 
     /// Runs one operation. `query` is the raw query string (UntagResource's tagKeys).

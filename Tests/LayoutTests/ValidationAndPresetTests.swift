@@ -22,32 +22,32 @@ import Testing
 
     @Test func exactlyOneOfGridOrPip() {
         #expect(message(LayoutConfiguration(grid: GridConfiguration(), pip: PipConfiguration()))
-            == "layout: exactly one of grid or pip may be set")
+            == "layout: specify either grid or pip, not both")
     }
 
     @Test(arguments: [
-        (LayoutConfiguration(grid: GridConfiguration(gridGap: -1)), "layout.grid.gridGap: must be >= 0"),
-        (LayoutConfiguration(pip: PipConfiguration(gridGap: -2)), "layout.pip.gridGap: must be >= 0"),
-        (LayoutConfiguration(pip: PipConfiguration(pipOffset: -1)), "layout.pip.pipOffset: must be >= 0"),
-        (LayoutConfiguration(pip: PipConfiguration(pipWidth: 0)), "layout.pip.pipWidth: must be >= 1"),
-        (LayoutConfiguration(pip: PipConfiguration(pipHeight: -5)), "layout.pip.pipHeight: must be >= 1"),
+        (LayoutConfiguration(grid: GridConfiguration(gridGap: -1)), "layout.grid.gridGap: must be at least 0 (got -1)"),
+        (LayoutConfiguration(pip: PipConfiguration(gridGap: -2)), "layout.pip.gridGap: must be at least 0 (got -2)"),
+        (LayoutConfiguration(pip: PipConfiguration(pipOffset: -1)), "layout.pip.pipOffset: must be at least 0 (got -1)"),
+        (LayoutConfiguration(pip: PipConfiguration(pipWidth: 0)), "layout.pip.pipWidth: must be at least 1 (got 0)"),
+        (LayoutConfiguration(pip: PipConfiguration(pipHeight: -5)), "layout.pip.pipHeight: must be at least 1 (got -5)"),
         (LayoutConfiguration(grid: GridConfiguration(featuredParticipantAttribute: "is featured")),
-         "layout.grid.featuredParticipantAttribute: must match [a-zA-Z0-9-_]*"),
+         "layout.grid.featuredParticipantAttribute: 'is featured' must match [a-zA-Z0-9-_]*"),
         (LayoutConfiguration(grid: GridConfiguration(participantOrderAttribute: "seat.no")),
-         "layout.grid.participantOrderAttribute: must match [a-zA-Z0-9-_]*"),
+         "layout.grid.participantOrderAttribute: 'seat.no' must match [a-zA-Z0-9-_]*"),
         (LayoutConfiguration(pip: PipConfiguration(pipParticipantAttribute: "pïp")),
-         "layout.pip.pipParticipantAttribute: must match [a-zA-Z0-9-_]*"),
+         "layout.pip.pipParticipantAttribute: 'pïp' must match [a-zA-Z0-9-_]*"),
         (LayoutConfiguration(pip: PipConfiguration(featuredParticipantAttribute: String(repeating: "a", count: 129))),
-         "layout.pip.featuredParticipantAttribute: must be at most 128 characters"),
+         "layout.pip.featuredParticipantAttribute: length must be between 0 and 128 characters (got 129)"),
         (LayoutConfiguration(pip: PipConfiguration(participantOrderAttribute: "a/b")),
-         "layout.pip.participantOrderAttribute: must match [a-zA-Z0-9-_]*"),
+         "layout.pip.participantOrderAttribute: 'a/b' must match [a-zA-Z0-9-_]*"),
     ])
     func invalidFieldsAreNamed(configuration: LayoutConfiguration, expected: String) {
         #expect(message(configuration) == expected)
     }
 
     @Test func errorIsTypedWithFieldAndReason() {
-        #expect(throws: LayoutValidationError.invalidField(field: "layout.pip.pipWidth", reason: "must be >= 1")) {
+        #expect(throws: LayoutValidationError.invalidField(field: "layout.pip.pipWidth", reason: "must be at least 1 (got 0)")) {
             try LayoutConfiguration(pip: PipConfiguration(pipWidth: 0)).validate()
         }
     }
@@ -138,8 +138,8 @@ import Testing
         (#"{"grid":{"gridgap":2}}"#, "bad.json: grid.gridgap: unknown field"),
         (#"{"grid":{"videoFillMode":"STRETCH"}}"#, "bad.json: grid.videoFillMode: must be one of FILL, COVER, CONTAIN"),
         (#"{"pip":{"pipPosition":"CENTER"}}"#, "bad.json: pip.pipPosition: must be one of TOP_LEFT, TOP_RIGHT, BOTTOM_LEFT, BOTTOM_RIGHT"),
-        (#"{"pip":{"pipWidth":0}}"#, "bad.json: layout.pip.pipWidth: must be >= 1"),
-        (#"{"grid":{},"pip":{}}"#, "bad.json: layout: exactly one of grid or pip may be set"),
+        (#"{"pip":{"pipWidth":0}}"#, "bad.json: layout.pip.pipWidth: must be at least 1 (got 0)"),
+        (#"{"grid":{},"pip":{}}"#, "bad.json: layout: specify either grid or pip, not both"),
         (#"{"grid":{"omitStoppedVideo":"yes"}}"#, "bad.json: grid.omitStoppedVideo: expected a boolean"),
         (#"{"mosaic":{}}"#, "bad.json: mosaic: unknown field (expected grid or pip)"),
         (#"{"grid":[1]}"#, "bad.json: grid: expected an object"),
