@@ -163,11 +163,12 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                 let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
                 do {
                     let result = try await RecordingRecovery.finalize(recording, stageArn: record.composition.stageArn,
-                                                                      startedAt: started, endedAt: wallNow, reason: reason,
+                                                                      startedAt: started, restartedAt: wallNow, reason: reason,
                                                                       logger: entryLogger)
                     entryLogger.notice("recording finalized after restart",
                                        metadata: ["destination.id": "\(recording.destinationId)",
-                                                  "segments": "\(result.segments)", "duration.ms": "\(result.durationMs)"])
+                                                  "segments": "\(result.segments)", "duration.ms": "\(result.durationMs)",
+                                                  "recording.ended": "\(result.endedAt)"])
                 } catch {
                     entryLogger.error("recording could not be finalized after restart", metadata: ["error": "\(error)"])
                     reason += "; recording could not be finalized: \(error)"

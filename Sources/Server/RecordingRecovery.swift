@@ -2,7 +2,9 @@
 // segment behind the files) and only recording-started.json. Recovery rebuilds the media
 // playlist from the segments present in storage as VOD + ENDLIST (durations from the last
 // playlist, or measured from the file for a segment the playlist never listed) and writes
-// recording-failed.json. Everything goes through the HLS renderers and atomic storage.
+// recording-failed.json, whose recording_ended_at is when the last stored segment was
+// written (not the restart, which may come much later). Everything goes through the HLS
+// renderers and atomic storage.
 import Foundation
 import FFmpeg
 import HLS
@@ -15,9 +17,12 @@ enum RecordingRecovery {
     struct Result: Sendable, Equatable {
         var segments: Int
         var durationMs: Int64
+        /// recording_ended_at: the end of the last stored segment.
+        var endedAt: Date
     }
 
-    static func finalize(_ recording: StoredRecording, stageArn: String, startedAt: Date?, endedAt: Date,
+    /// `restartedAt` bounds the end time; it is used when no segment tells when it was written.
+    static func finalize(_ recording: StoredRecording, stageArn: String, startedAt: Date?, restartedAt: Date,
                          reason: String, logger: Logger) async throws -> Result {
         let storage = LocalDirectoryStorage(rootPath: recording.storageRoot)
         let parts = recording.prefix.split(separator: "/").map(String.init)
@@ -49,6 +54,13 @@ enum RecordingRecovery {
             }
         }
         playlist = playlist.finished()
+        // A segment is stored when it ends: the last one's write time is the recording's end.
+        let lastWritten = playlist.segments.last.flatMap { segment in
+            (try? FileManager.default.attributesOfItem(atPath: storage.root.appendingPathComponent(renditionPrefix + segment.uri).path))?[
+                .modificationDate] as? Date
+        }
+        let fromDuration = startedAt.map { $0.addingTimeInterval(TimeInterval(playlist.durationMs) / 1000) }
+        let endedAt = min(lastWritten ?? fromDuration ?? restartedAt, restartedAt)
         try await storage.put(Data(playlist.render().utf8), key: playlistKey)
 
         let resolution = VideoResolution(width: recording.width, height: recording.height)
@@ -56,7 +68,7 @@ enum RecordingRecovery {
                                          renditions: [.init(path: recording.renditionName, resolution: resolution)])
             .ended(at: endedAt, durationMs: playlist.durationMs, failure: reason)
         try await storage.put(metadata.jsonData(), key: layout.metadataKey(for: metadata.status))
-        return Result(segments: playlist.segments.count, durationMs: playlist.durationMs)
+        return Result(segments: playlist.segments.count, durationMs: playlist.durationMs, endedAt: endedAt)
     }
 
     /// Segment URI → duration from an m3u8 (`#EXTINF:2.000,` then the URI line).

@@ -337,13 +337,17 @@ def test_kill9_restart_finalizes_recording(d):
     check(len(segments) >= 3, f"segments before kill: {segments}")
     d.process.kill()  # SIGKILL: no chance to clean up
     d.process.wait()
+    killed_at = time.time()
     before = sorted(f for r, _, files in os.walk(rendition_root) for f in files if f.endswith(".ts"))
+    last_segment_written = max(os.path.getmtime(os.path.join(r, f)) for r, _, files in os.walk(rendition_root)
+                               for f in files if f.endswith(".ts"))
     events_dir = os.path.join(recording_dir(d, composition), "events")
     check(not os.path.exists(os.path.join(events_dir, "recording-failed.json"))
           and not os.path.exists(os.path.join(events_dir, "recording-ended.json")), "no final metadata before the restart")
     playlists = [os.path.join(r, f) for r, _, files in os.walk(rendition_root) for f in files if f == "playlist.m3u8"]
     with open(playlists[0]) as f:
         check("#EXT-X-PLAYLIST-TYPE:EVENT" in f.read(), "the playlist is still EVENT before the restart")
+    time.sleep(3)  # the restart comes clearly later than the last segment
     d.start()
     after = d.cli("get-composition", "--arn", arn)["composition"]
     check(after["state"] == "FAILED" and "endTime" in after, f"after restart: {after}")
@@ -353,6 +357,12 @@ def test_kill9_restart_finalizes_recording(d):
     listed = re.findall(r"^(\d+\.ts)$", playlist_text, re.M)
     check(sorted(listed) == before, f"every segment written before the kill is in the playlist: {listed} vs {before}")
     check(metadata["recording_status"] == "RECORDING_ENDED_WITH_FAILURE", f"metadata: {metadata}")
+    # recording_ended_at (whole seconds) is when the last stored segment was written, not the restart.
+    import calendar
+    ended = calendar.timegm(time.strptime(metadata["recording_ended_at"], "%Y-%m-%dT%H:%M:%SZ"))
+    check(int(last_segment_written) <= ended <= killed_at,
+          f"recording_ended_at {metadata['recording_ended_at']}: last segment written at {last_segment_written:.1f}, "
+          f"killed at {killed_at:.1f}")
     events = [e for e in d.events() if e["resources"] == [arn]]
     names = [e["detail"]["event_name"] for e in events]
     check(names == ["Session Start", "Destination Start", "Destination End", "Session Failure"], f"events: {names}")
