@@ -12,7 +12,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # systemd: systemd-analyze for the unit tests (OpsTests).
   # GStreamer: rtmp2sink, a second RTMP publisher independent of FFmpeg (live ingest tests).
   # python3-numpy: measuring composites (tones, onsets) in scripts/daemon-tests.
-  packages+=(nginx libnginx-mod-rtmp systemd
+  # libnginx-mod-stream: a TLS front for nginx-rtmp (RTMPS push tests); openssl: their certificate.
+  packages+=(nginx libnginx-mod-rtmp libnginx-mod-stream openssl systemd
              gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
              gstreamer1.0-plugins-ugly
              # WHIP tests: webrtcbin (plugins-bad, nice) driven from Python, headless chromium,

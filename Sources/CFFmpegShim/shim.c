@@ -1,6 +1,9 @@
 #include "CFFmpegShim.h"
 #include <errno.h>
 #include <stdio.h>
+#include <stdarg.h>
+#include <string.h>
+#include <libavutil/log.h>
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
 #include <libavutil/channel_layout.h>
@@ -34,4 +37,37 @@ double cffshim_frame_rotation(const struct AVFrame *frame) {
     AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
     if (!sd) return 0;
     return av_display_rotation_get((const int32_t *)sd->data);
+}
+
+static _Thread_local char cffshim_tls_error[256];
+
+static void cffshim_log_callback(void *avcl, int level, const char *fmt, va_list vl) {
+    if (avcl != NULL && level <= AV_LOG_ERROR) {
+        // A protocol logs through its URLContext, whose item name is the protocol's name.
+        const AVClass *cls = *(const AVClass **)avcl;
+        const char *name = cls == NULL ? NULL : (cls->item_name != NULL ? cls->item_name(avcl) : cls->class_name);
+        if (name != NULL && strcmp(name, "tls") == 0) {
+            va_list copy;
+            va_copy(copy, vl);
+            vsnprintf(cffshim_tls_error, sizeof cffshim_tls_error, fmt, copy);
+            va_end(copy);
+            size_t length = strlen(cffshim_tls_error);
+            while (length > 0 && (cffshim_tls_error[length - 1] == '\n' || cffshim_tls_error[length - 1] == '\r')) {
+                cffshim_tls_error[--length] = 0;
+            }
+        }
+    }
+    av_log_default_callback(avcl, level, fmt, vl);
+}
+
+void cffshim_install_tls_error_capture(void) { av_log_set_callback(cffshim_log_callback); }
+
+size_t cffshim_take_tls_error(char *buf, size_t size) {
+    if (size == 0) return 0;
+    size_t length = strlen(cffshim_tls_error);
+    if (length >= size) length = size - 1;
+    memcpy(buf, cffshim_tls_error, length);
+    buf[length] = 0;
+    cffshim_tls_error[0] = 0;
+    return length;
 }

@@ -40,6 +40,8 @@ public struct ChannelFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case connectionLost = "connection lost"
         /// The destination cannot work at all (bad URL, unsupported protocol, muxer error).
         case invalidDestination = "invalid destination"
+        /// rtmps: the server's certificate is not trusted or does not name the host.
+        case certificateVerifyFailed = "certificate verify failed"
     }
 
     public var reason: Reason
@@ -51,8 +53,9 @@ public struct ChannelFailure: Error, Sendable, Equatable, CustomStringConvertibl
         self.detail = detail
     }
 
-    /// Retrying cannot help: the server said no, or the destination is malformed.
-    public var isPermanent: Bool { reason == .streamRejected || reason == .invalidDestination }
+    /// Retrying cannot help: the server said no, the destination is malformed, or its
+    /// certificate is not trusted.
+    public var isPermanent: Bool { reason == .streamRejected || reason == .invalidDestination || reason == .certificateVerifyFailed }
 
     public var description: String { detail.isEmpty ? reason.rawValue : "\(reason.rawValue) (\(detail))" }
 }

@@ -49,10 +49,18 @@ public struct ChannelDestinationConfiguration: Sendable {
     /// Kernel send buffer for the socket (nil: system default). Smaller means less data in
     /// flight when the receiver stalls, so the stall is noticed sooner.
     public var socketSendBufferBytes: Int?
+    /// rtmps: check the server's certificate chain and host name (on by default).
+    public var verifyCertificate: Bool
+    /// rtmps: PEM file of the certificate authorities to trust instead of the system's
+    /// (a private ingest endpoint).
+    public var caFile: String?
 
     public init(ingestURL: String, streamKey: String, reconnect: ChannelReconnectPolicy = .default,
                 stallTimeout: MediaTime = .seconds(5), connectTimeout: MediaTime = .seconds(5),
-                queueCapacity: Int = 256, socketSendBufferBytes: Int? = 256 * 1024) {
+                queueCapacity: Int = 256, socketSendBufferBytes: Int? = 256 * 1024,
+                verifyCertificate: Bool = true, caFile: String? = nil) {
+        self.verifyCertificate = verifyCertificate
+        self.caFile = caFile
         self.ingestURL = ingestURL
         self.streamKey = streamKey
         self.reconnect = reconnect
@@ -318,6 +326,11 @@ final class ChannelSender: @unchecked Sendable {
         }
         var options = ["rtmp_playpath": streamKey, "rtmp_app": configuration.app, "tcp_nodelay": "1"]
         if let bytes = configuration.socketSendBufferBytes { options["send_buffer_size"] = "\(bytes)" }
+        if configuration.ingestURL.lowercased().hasPrefix("rtmps://") {
+            // FFmpeg's TLS layer does not verify unless told to.
+            options["tls_verify"] = configuration.verifyCertificate ? "1" : "0"
+            if let caFile = configuration.caFile { options["ca_file"] = caFile }
+        }
         interrupt.arm(timeout: configuration.connectTimeout)
         defer { interrupt.disarm() }
         do {
@@ -423,6 +436,9 @@ final class ChannelSender: @unchecked Sendable {
 
     static func connectFailure(_ error: FFmpegError) -> ChannelFailure {
         let detail = error.description
+        if let tls = error.tlsFailure, tls.lowercased().contains("certificate") {
+            return ChannelFailure(.certificateVerifyFailed, detail: detail)
+        }
         switch error.networkCondition {
         case .connectionRefused: return ChannelFailure(.connectionRefused, detail: detail)
         case .hostUnreachable: return ChannelFailure(.hostUnreachable, detail: detail)

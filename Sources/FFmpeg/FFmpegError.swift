@@ -22,19 +22,23 @@ public struct FFmpegError: Error, Equatable, Sendable, CustomStringConvertible {
     public var message: String
     /// The raw code, for logs only.
     public var code: Int32
+    /// What the TLS layer reported while opening a network output (e.g. "Peer certificate
+    /// failed verification"); the code alone says only "Input/output error".
+    public var tlsFailure: String?
 
-    public init(kind: Kind, operation: String, message: String, code: Int32 = 0) {
+    public init(kind: Kind, operation: String, message: String, code: Int32 = 0, tlsFailure: String? = nil) {
         self.kind = kind
         self.operation = operation
         self.message = message
         self.code = code
+        self.tlsFailure = tlsFailure
     }
 
     init(code: Int32, operation: String) {
         self.init(kind: FFmpegError.kind(of: code), operation: operation, message: FFmpegError.text(code), code: code)
     }
 
-    public var description: String { "\(operation): \(message)" }
+    public var description: String { "\(operation): " + (tlsFailure.map { "\($0) (\(message))" } ?? message) }
 
     static func text(_ code: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 256)
@@ -90,4 +94,15 @@ enum AVCodes {
 public enum FFmpegLogging {
     public enum Level: Int32, Sendable { case quiet = -8, error = 16, warning = 24, info = 32, debug = 48 }
     public static func setLevel(_ level: Level) { av_log_set_level(level.rawValue) }
+
+    /// Installed once, before the first network output opens.
+    static let tlsErrorCapture: Void = cffshim_install_tls_error_capture()
+
+    /// This thread's last TLS error, cleared.
+    static func takeTLSError() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let length = cffshim_take_tls_error(&buffer, buffer.count)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

@@ -43,12 +43,18 @@ public final class Muxer {
             var dictionary: OpaquePointer? = nil
             for (key, value) in protocolOptions { av_dict_set(&dictionary, key, value, 0) }
             defer { av_dict_free(&dictionary) }
+            FFmpegLogging.tlsErrorCapture
+            _ = FFmpegLogging.takeTLSError()
             // avio_open2 copies the callback into the protocol contexts it opens.
             var callback = ctx!.pointee.interrupt_callback
             let code = interrupt == nil
                 ? avio_open2(&ctx!.pointee.pb, url, AVIO_FLAG_WRITE, nil, &dictionary)
                 : avio_open2(&ctx!.pointee.pb, url, AVIO_FLAG_WRITE, &callback, &dictionary)
-            try check(code, "open \(displayURL ?? url)")
+            if code < 0 {
+                var error = FFmpegError(code: code, operation: "open \(displayURL ?? url)")
+                error.tlsFailure = FFmpegLogging.takeTLSError()
+                throw error
+            }
         }
     }
 

@@ -470,7 +470,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         let reconnect = entry.reconnect ?? ServerConfiguration.ChannelEntry.Reconnect()
         let policy = ChannelReconnectPolicy(enabled: reconnect.maxRetries > 0, maxRetries: reconnect.maxRetries,
                                             baseInterval: .microseconds(Int64(reconnect.baseIntervalSeconds * 1_000_000)))
-        return Destinations.ChannelDestinationConfiguration(ingestURL: ingest, streamKey: entry.streamKey, reconnect: policy)
+        return Destinations.ChannelDestinationConfiguration(ingestURL: ingest, streamKey: entry.streamKey, reconnect: policy,
+                                                            verifyCertificate: entry.verifyCertificate ?? true, caFile: entry.caFile)
     }
 
     /// Sends `.tick` to every composition whose deadline has passed and forgets ended

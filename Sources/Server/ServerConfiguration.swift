@@ -56,11 +56,19 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var streamKey: String
         /// nil: the defaults (5 retries, 2 s apart and growing).
         public var reconnect: Reconnect?
-        public init(arn: String, ingestEndpoint: String, streamKey: String, reconnect: Reconnect? = nil) {
+        /// rtmps: PEM file of the certificate authorities to trust (a private endpoint);
+        /// nil: the system's.
+        public var caFile: String?
+        /// rtmps: nil or true checks the certificate chain and host name; false does not.
+        public var verifyCertificate: Bool?
+        public init(arn: String, ingestEndpoint: String, streamKey: String, reconnect: Reconnect? = nil,
+                    caFile: String? = nil, verifyCertificate: Bool? = nil) {
             self.arn = arn
             self.ingestEndpoint = ingestEndpoint
             self.streamKey = streamKey
             self.reconnect = reconnect
+            self.caFile = caFile
+            self.verifyCertificate = verifyCertificate
         }
     }
 
@@ -420,6 +428,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         copy.stageSourceRoots = stageSourceRoots.map(absolute)
         copy.stages = stages.map { var s = $0; s.source = s.source.map(absolute); return s }
         copy.buckets = buckets.mapValues(absolute)
+        copy.channels = channels.map { var c = $0; c.caFile = c.caFile.map(absolute); return c }
         copy.ingest.certificateFile = ingest.certificateFile.map(absolute)
         copy.ingest.privateKeyFile = ingest.privateKeyFile.map(absolute)
         return copy
@@ -457,6 +466,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 problems.append("\(key).ingestEndpoint: must start with rtmp:// or rtmps://")
             }
             if channel.streamKey.isEmpty { problems.append("\(key).streamKey: must not be empty") }
+            if let caFile = channel.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+                problems.append("\(key).caFile: \(caFile) cannot be read")
+            }
             if let reconnect = channel.reconnect {
                 if reconnect.maxRetries < 0 { problems.append("\(key).reconnect.maxRetries: must not be negative") }
                 if !(reconnect.baseIntervalSeconds > 0) { problems.append("\(key).reconnect.baseIntervalSeconds: must be positive") }

@@ -286,6 +286,49 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         #expect(String(decoding: keyframes, as: UTF8.self).hasPrefix("1"), "first resumed frame is a keyframe")
     }
 
+    /// RTMPS through a TLS terminator (nginx's stream module) in front of nginx-rtmp, the
+    /// certificate checked against the configured CA file; the stream is read back.
+    @Test func pushesOverRTMPSThroughATLSFront() throws {
+        let nginx = try NginxRTMPServer(tlsFront: true)
+        var configuration = channel(port: nginx.port, key: "secure1")
+        configuration.ingestURL = "rtmps://127.0.0.1:\(nginx.tlsPort!)/live"
+        configuration.caFile = nginx.certificate
+        configuration.queueCapacity = 2_048
+        let composed = try ComposedRun(channel: configuration, record: false)
+        let (result, _) = try composed.run(realtime: false)
+        #expect(result.failedSinks.isEmpty, "\(result.failedSinks)")
+        #expect(composed.events.events == [.active, .ended], "events: \(composed.events.events)")
+        nginx.stop()
+        let fields = try probe(nginx.recording(streamKey: "secure1").path)
+        #expect(fields["video.codec_name"] == "h264" && fields["audio.codec_name"] == "aac", "\(fields)")
+        let duration = Double(fields["format.duration"] ?? "") ?? 0
+        #expect(abs(duration - 6) < 0.2, "rtmps stream lasts \(duration) s")
+    }
+
+    /// Verification is on by default: a certificate no trusted CA signed fails at once (it is
+    /// not retried: retrying cannot fix it) with the reason, and nothing reaches nginx.
+    @Test func rtmpsWithAnUntrustedCertificateFailsWithItsReason() throws {
+        let nginx = try NginxRTMPServer(tlsFront: true)
+        var configuration = channel(port: nginx.port, key: "secure2")
+        configuration.ingestURL = "rtmps://127.0.0.1:\(nginx.tlsPort!)/live"
+        let composed = try ComposedRun(channel: configuration, record: true)
+        let (result, _) = try composed.run(realtime: false)
+        let seen = composed.events.events
+        #expect(seen.count == 1 && seen[0].failure?.reason == .certificateVerifyFailed, "events: \(seen)")
+        #expect(seen.first?.failure?.detail.contains("certificate") == true, "events: \(seen)")
+        #expect(composed.runner.channelSink?.connectionAttempts == 1)
+        #expect(result.failedSinks["channel destination channel1"]?.contains("certificate verify failed") == true,
+                "\(result.failedSinks)")
+        #expect(!FileManager.default.fileExists(atPath: nginx.recording(streamKey: "secure2").path))
+        try composed.expectCompleteRecording(seconds: 6)
+        // Verification off (an explicit choice) connects to the same endpoint.
+        configuration.verifyCertificate = false
+        configuration.queueCapacity = 2_048
+        let unchecked = try ComposedRun(channel: configuration, record: false)
+        let (uncheckedResult, _) = try unchecked.run(realtime: false)
+        #expect(uncheckedResult.failedSinks.isEmpty, "\(uncheckedResult.failedSinks)")
+    }
+
     @Test func failsWhenNginxStaysDownWhileTheRecordingCompletes() throws {
         let nginx = try NginxRTMPServer()
         let composed = try ComposedRun(channel: channel(port: nginx.port, key: "stage3", base: .milliseconds(200)), record: true)

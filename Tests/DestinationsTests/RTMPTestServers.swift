@@ -118,15 +118,42 @@ final class NginxRTMPServer: @unchecked Sendable {
     let directory: URL
     private let configuration: URL
     private var pid: pid_t?
+    /// With `tlsFront`: RTMPS on this port, terminated by nginx's stream module and passed to
+    /// the RTMP port, as a TLS load balancer in front of an ingest server would.
+    let tlsPort: Int?
+    /// The front's self-signed certificate (PEM; also its own CA), valid for 127.0.0.1.
+    var certificate: String { directory.appendingPathComponent("tls/certificate.pem").path }
 
     /// `publishHookPort`: nginx asks http://127.0.0.1:<port>/publish before accepting a publish.
-    init(publishHookPort: Int? = nil) throws {
+    init(publishHookPort: Int? = nil, tlsFront: Bool = false) throws {
         port = try freeLoopbackPort()
+        tlsPort = tlsFront ? try freeLoopbackPort() : nil
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-rtmp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("record"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("logs"), withIntermediateDirectories: true)
         configuration = directory.appendingPathComponent("nginx.conf")
         let hook = publishHookPort.map { "on_publish http://127.0.0.1:\($0)/publish;" } ?? ""
+        var front = ""
+        if let tlsPort {
+            let tls = directory.appendingPathComponent("tls")
+            try FileManager.default.createDirectory(at: tls, withIntermediateDirectories: true)
+            let (status, output) = try run("openssl", [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                "-keyout", tls.appendingPathComponent("key.pem").path, "-out", certificate])
+            guard status == 0 else { throw SocketError("openssl req: \(String(decoding: output, as: UTF8.self))") }
+            front = """
+            load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+            stream {
+                server {
+                    listen 127.0.0.1:\(tlsPort) ssl;
+                    ssl_certificate \(certificate);
+                    ssl_certificate_key \(tls.appendingPathComponent("key.pem").path);
+                    proxy_pass 127.0.0.1:\(port);
+                }
+            }
+            """
+        }
         let text = """
         daemon off;
         master_process off;
@@ -134,6 +161,7 @@ final class NginxRTMPServer: @unchecked Sendable {
         pid \(directory.path)/nginx.pid;
         error_log \(directory.path)/logs/error.log info;
         load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
+        \(front)
         events { worker_connections 64; }
         rtmp {
             server {
@@ -162,7 +190,7 @@ final class NginxRTMPServer: @unchecked Sendable {
         guard pid == nil else { return }
         pid = try spawnWithSignalsUnblocked("/usr/sbin/nginx", ["-c", configuration.path, "-p", directory.path,
                                                                 "-e", directory.appendingPathComponent("logs/error.log").path])
-        guard waitForListener(port: port) else {
+        guard waitForListener(port: port), tlsPort.map({ waitForListener(port: $0) }) ?? true else {
             stop()
             throw SocketError("nginx did not listen on \(port); see \(directory.path)/logs/error.log")
         }

@@ -36,4 +36,10 @@ void cffshim_channel_layout_default(struct AVChannelLayout *layout, int channels
 /// Display-matrix rotation of a frame in degrees (0 when absent), from side data.
 double cffshim_frame_rotation(const struct AVFrame *frame);
 
+/// Installs a log callback that keeps, per thread, the last error the TLS protocol logged
+/// (FFmpeg reports a failed certificate check only in its log), then logs as usual.
+void cffshim_install_tls_error_capture(void);
+/// Copies and clears this thread's last TLS error into `buf`; returns its length (0: none).
+size_t cffshim_take_tls_error(char *buf, size_t size);
+
 #endif
