@@ -243,7 +243,7 @@ let package = Package(
         ),
         // systemd unit and deploy/ files: systemd-analyze verify, hardening, install.sh --dry-run.
         .testTarget(name: "OpsTests", exclude: ["run_with_mdwe.py"]),
-        .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg",
+        .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations",

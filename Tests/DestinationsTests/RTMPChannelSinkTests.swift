@@ -13,6 +13,7 @@ import Pipeline
 import Stages
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 
 /// Channel events with the wall-clock time they arrived, and a way to wait for one.
@@ -143,8 +144,16 @@ struct ComposedRun {
                                        channelEvents: { events.record($0) })
     }
 
-    /// Runs in real time (or as fast as possible); returns the result and the wall time.
-    func run(realtime: Bool) throws -> (CompositionResult, TimeInterval) {
+    /// Runs in real time (or as fast as possible) on a thread of its own, never on the Swift
+    /// concurrency pool (two threads here: a composition blocking one for seconds starves the
+    /// async tests running beside it); returns the result and the wall time.
+    func run(realtime: Bool) async throws -> (CompositionResult, TimeInterval) {
+        nonisolated(unsafe) let composition = self
+        let (result, elapsed) = try await onThread { try composition.runBlocking(realtime: realtime) }
+        return (result, elapsed)
+    }
+
+    private func runBlocking(realtime: Bool) throws -> (CompositionResult, TimeInterval) {
         let started = Date()
         let result: CompositionResult
         if realtime {
@@ -205,7 +214,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
 @Suite(.serialized) struct RTMPChannelSinkTests {
     init() { FFmpegLogging.setLevel(.quiet) }
 
-    @Test func pushesTheCompositionToNginx() throws {
+    @Test func pushesTheCompositionToNginx() async throws {
         let hook = try PublishHookServer(rejectedKey: "rejected")
         let nginx = try NginxRTMPServer(publishHookPort: hook.port)
         // As fast as possible: a queue big enough for the whole run, so that a busy machine
@@ -213,7 +222,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         var configuration = channel(port: nginx.port, key: "stage1")
         configuration.queueCapacity = 2_048
         let composed = try ComposedRun(channel: configuration, record: true)
-        let (result, _) = try composed.run(realtime: false)
+        let (result, _) = try await composed.run(realtime: false)
         #expect(result.failedSinks.isEmpty)
         #expect(composed.events.events == [.active, .ended])
         #expect(composed.runner.channelSink?.state == .stopped)
@@ -236,7 +245,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         try composed.expectCompleteRecording(seconds: 6)
     }
 
-    @Test func reconnectsWhenNginxComesBack() throws {
+    @Test func reconnectsWhenNginxComesBack() async throws {
         let nginx = try NginxRTMPServer()
         // With IVS stream takeover: the key carries ?priority=N, one more per connection.
         var configuration = channel(port: nginx.port, key: "stage2")
@@ -254,7 +263,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
             try? nginx.start()
         }
         outage.start()
-        let (result, elapsed) = try composed.run(realtime: true)
+        let (result, elapsed) = try await composed.run(realtime: true)
         #expect(result.failedSinks.isEmpty)
         composed.expectNeverWaitedForTheChannel(result, elapsed: elapsed, seconds: 6)
         let seen = events.events
@@ -288,14 +297,14 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
 
     /// RTMPS through a TLS terminator (nginx's stream module) in front of nginx-rtmp, the
     /// certificate checked against the configured CA file; the stream is read back.
-    @Test func pushesOverRTMPSThroughATLSFront() throws {
+    @Test func pushesOverRTMPSThroughATLSFront() async throws {
         let nginx = try NginxRTMPServer(tlsFront: true)
         var configuration = channel(port: nginx.port, key: "secure1")
         configuration.ingestURL = "rtmps://127.0.0.1:\(nginx.tlsPort!)/live"
         configuration.caFile = nginx.certificate
         configuration.queueCapacity = 2_048
         let composed = try ComposedRun(channel: configuration, record: false)
-        let (result, _) = try composed.run(realtime: false)
+        let (result, _) = try await composed.run(realtime: false)
         #expect(result.failedSinks.isEmpty, "\(result.failedSinks)")
         #expect(composed.events.events == [.active, .ended], "events: \(composed.events.events)")
         nginx.stop()
@@ -307,12 +316,12 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
 
     /// Verification is on by default: a certificate no trusted CA signed fails at once (it is
     /// not retried: retrying cannot fix it) with the reason, and nothing reaches nginx.
-    @Test func rtmpsWithAnUntrustedCertificateFailsWithItsReason() throws {
+    @Test func rtmpsWithAnUntrustedCertificateFailsWithItsReason() async throws {
         let nginx = try NginxRTMPServer(tlsFront: true)
         var configuration = channel(port: nginx.port, key: "secure2")
         configuration.ingestURL = "rtmps://127.0.0.1:\(nginx.tlsPort!)/live"
         let composed = try ComposedRun(channel: configuration, record: true)
-        let (result, _) = try composed.run(realtime: false)
+        let (result, _) = try await composed.run(realtime: false)
         let seen = composed.events.events
         #expect(seen.count == 1 && seen[0].failure?.reason == .certificateVerifyFailed, "events: \(seen)")
         #expect(seen.first?.failure?.detail.contains("certificate") == true, "events: \(seen)")
@@ -325,11 +334,11 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         configuration.verifyCertificate = false
         configuration.queueCapacity = 2_048
         let unchecked = try ComposedRun(channel: configuration, record: false)
-        let (uncheckedResult, _) = try unchecked.run(realtime: false)
+        let (uncheckedResult, _) = try await unchecked.run(realtime: false)
         #expect(uncheckedResult.failedSinks.isEmpty, "\(uncheckedResult.failedSinks)")
     }
 
-    @Test func failsWhenNginxStaysDownWhileTheRecordingCompletes() throws {
+    @Test func failsWhenNginxStaysDownWhileTheRecordingCompletes() async throws {
         let nginx = try NginxRTMPServer()
         let composed = try ComposedRun(channel: channel(port: nginx.port, key: "stage3", base: .milliseconds(200)), record: true)
         let events = composed.events
@@ -339,7 +348,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
             nginx.stop()
         }
         outage.start()
-        let (result, elapsed) = try composed.run(realtime: true)
+        let (result, elapsed) = try await composed.run(realtime: true)
         let seen = events.events
         #expect(seen.count == 3 && seen.first == .active && seen[1].isReconnecting, "events: \(seen)")
         #expect(seen.last?.failure?.reason == .connectionRefused, "events: \(seen)")
@@ -355,7 +364,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
     /// Stall bound: data in flight (≈ socket buffers) + stall timeout to RECONNECTING, then
     /// Σ(n × base + connect timeout) over the retries to FAILED. Here ≈ 1 s + 1 s, then
     /// (0.25 + 1) + (0.5 + 1) + (0.75 + 1) = 4.5 s.
-    @Test func stalledReceiverFailsWithinABoundAndTheRecordingKeepsRealTime() throws {
+    @Test func stalledReceiverFailsWithinABoundAndTheRecordingKeepsRealTime() async throws {
         let nginx = try NginxRTMPServer()
         let proxy = try StallingProxy(upstreamPort: nginx.port)
         defer { proxy.stop() }
@@ -370,7 +379,7 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
             proxy.stallReading()
         }
         stall.start()
-        let (result, elapsed) = try composed.run(realtime: true)
+        let (result, elapsed) = try await composed.run(realtime: true)
         let seen = events.events
         #expect(seen.count == 3 && seen.first == .active, "events: \(seen)")
         #expect(seen.count > 1 && seen[1] == .reconnecting(ChannelFailure(.writeStalled, detail: "no progress for 1000 ms")), "events: \(seen)")
