@@ -133,10 +133,10 @@ def test_mixed_stage_aiortc_h264_vp8_and_rtmp(d):
         blue = create_ingest(d, arn_stage, "blue-rtmp", secure=False)
 
         started = time.time()
-        clients.append(AiortcPublisher(whip_url, red["token"], "red", 440, d.workdir, "red", codec="h264", duration=40))
+        clients.append(AiortcPublisher(whip_url, red["token"], "red", 440, d.workdir, "red", codec="h264", duration=300))
         wait_published(d, arn_stage, red["participantId"])
         print(f"aiortc H.264 publisher: Participant Published {time.time() - started:.2f} s after start")
-        clients.append(AiortcPublisher(whip_url, green["token"], "green", 660, d.workdir, "green", codec="vp8", duration=40))
+        clients.append(AiortcPublisher(whip_url, green["token"], "green", 660, d.workdir, "green", codec="vp8", duration=300))
         wait_published(d, arn_stage, green["participantId"])
         rtmp = Publisher(publish_url(stage, blue, False), "blue", 880, d.workdir, "blue")
         clients.append(rtmp)
@@ -204,7 +204,9 @@ def test_whip_http_rules(d):
     arn_stage = stage["arn"]
     url = stage["endpoints"]["whip"]
     good = token(d, arn_stage, "good")
-    clients = [AiortcPublisher(url, good["token"], "red", 440, d.workdir, "good", duration=60)]
+    # The good publisher must outlast everything below on a loaded machine (over 60 s measured
+    # with a build running beside it); it is killed at the end.
+    clients = [AiortcPublisher(url, good["token"], "red", 440, d.workdir, "good", duration=600)]
     try:
         wait_published(d, arn_stage, good["participantId"])
         session = session_id(d, arn_stage)
@@ -261,7 +263,7 @@ def test_whip_http_rules(d):
         expired = dict(claims, exp=now - 60, iat=now - 3600, jti="customerExpired")
         status, _, body = whip_post(url, sign(expired), offer)
         check(status == 401 and "expired" in body, f"expired token: {status} {body}")
-        clients.append(AiortcPublisher(url, sign(claims), "green", 660, d.workdir, "customer", duration=60))
+        clients.append(AiortcPublisher(url, sign(claims), "green", 660, d.workdir, "customer", duration=600))
         wait_published(d, arn_stage, "customerSigned1")
 
         # The media port: garbage, and a STUN check with the right ufrag but a wrong password.
