@@ -201,7 +201,7 @@ let package = Package(
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
         .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore", "TestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]),
         // S3Storage against moto_server on loopback, scripted failing servers, and a real composition.
         .testTarget(
             name: "S3StorageTests",

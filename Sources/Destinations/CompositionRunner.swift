@@ -13,16 +13,25 @@ public import FFmpeg
 
 public struct RecordingDestinationPlan: Sendable {
     public var destinationId: String
-    public var storage: any ObjectStorage
+    /// Where the sink's objects go: straight to storage, or through a spool.
+    public var makeUploads: @Sendable (Logger) -> any RecordingUploads
     public var encoderConfigurationId: String
     public var targetSegmentDurationSeconds: Int
     public var thumbnails: ThumbnailPlan?
 
+    /// Objects go straight to `storage` through a bounded in-memory queue.
     public init(destinationId: String, storage: any ObjectStorage, encoderConfigurationId: String,
+                targetSegmentDurationSeconds: Int = 2, thumbnails: ThumbnailPlan? = ThumbnailPlan()) {
+        self.init(destinationId: destinationId, uploads: { UploadQueue(storage: storage, logger: $0) },
+                  encoderConfigurationId: encoderConfigurationId, targetSegmentDurationSeconds: targetSegmentDurationSeconds,
+                  thumbnails: thumbnails)
+    }
+
+    public init(destinationId: String, uploads: @escaping @Sendable (Logger) -> any RecordingUploads, encoderConfigurationId: String,
                 targetSegmentDurationSeconds: Int = 2, thumbnails: ThumbnailPlan? = ThumbnailPlan()) {
         self.destinationId = destinationId
         self.thumbnails = thumbnails
-        self.storage = storage
+        self.makeUploads = uploads
         self.encoderConfigurationId = encoderConfigurationId
         self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
     }
@@ -103,7 +112,7 @@ public final class CompositionRunner {
             var sinkLogger = logger
             sinkLogger[metadataKey: "destination.id"] = "\(recording.destinationId)"
             let sink = HLSRecordingSink(name: "s3 destination \(recording.destinationId)", configuration: configuration,
-                                        uploads: UploadQueue(storage: recording.storage, logger: sinkLogger), logger: sinkLogger)
+                                        uploads: recording.makeUploads(sinkLogger), logger: sinkLogger)
             sinks.append(sink)
             recordingSink = sink
             recordingLayout = layout

@@ -57,7 +57,7 @@ public struct HLSRecordingConfiguration: Sendable {
 public final class HLSRecordingSink: PacketSink {
     public let name: String
     private let configuration: HLSRecordingConfiguration
-    private let uploads: UploadQueue
+    private let uploads: any RecordingUploads
     private let now: () -> Date
     private let logger: Logger
     private var muxer: Muxer?
@@ -79,7 +79,7 @@ public final class HLSRecordingSink: PacketSink {
     /// Bytes stored so far (segments, playlists, metadata, thumbnails): the output-bitrate metric.
     public var bytesUploaded: Int64 { uploads.bytesWritten }
 
-    public init(name: String, configuration: HLSRecordingConfiguration, uploads: UploadQueue,
+    public init(name: String, configuration: HLSRecordingConfiguration, uploads: any RecordingUploads,
                 now: @escaping () -> Date = Date.init, logger: Logger) {
         self.name = name
         self.configuration = configuration
@@ -184,8 +184,7 @@ public final class HLSRecordingSink: PacketSink {
         upload(Data(playlist.render().utf8), key: mediaPlaylistKey)
         let final = metadata.ended(at: now(), durationMs: playlist.durationMs, failure: problem)
         upload(final.jsonData(), key: configuration.layout.metadataKey(for: final.status))
-        let failures = uploads.waitUntilIdle()
-        if let first = failures.first { throw .output("\(name): \(first)") }
+        if let failure = uploads.finish() { throw .output("\(name): \(failure)") }
         if let problem, failure == nil { throw .output("\(name): \(problem)") }
     }
 

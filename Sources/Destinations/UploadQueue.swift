@@ -1,13 +1,29 @@
 // Hands finished objects (segments, playlists, metadata) from the media thread to storage.
-// Bounded: when storage falls behind by `capacity` objects the media thread waits, so memory
-// stays flat. One worker uploads in order, so a playlist never lands before its segment.
+// Two ways: `UploadQueue` keeps them in memory (bounded: when storage falls behind by
+// `capacity` objects the media thread waits, so memory stays flat), for a local directory
+// or the CLI; `SpooledUploads` writes them to an `ObjectSpool` on local disk, so a bucket
+// outage delays the upload but neither stalls the composition nor loses anything. Either way
+// one worker uploads in order, so a playlist never lands before its segment.
 
 public import Foundation
 public import Storage
 public import Logging
 import Synchronization
 
-public final class UploadQueue: Sendable {
+/// Where a recording sink puts its objects.
+public protocol RecordingUploads: Sendable {
+    /// Queues an object. Call from a media thread, never from an async context.
+    func enqueue(_ data: Data, key: String)
+    /// Called once, after the last object: blocks until they are stored (or for as long as
+    /// the implementation allows) and returns why not everything is, if it is not.
+    func finish() -> String?
+    /// A failure that ends the recording (the destination fails).
+    var firstFailure: String? { get }
+    /// Bytes stored so far.
+    var bytesWritten: Int64 { get }
+}
+
+public final class UploadQueue: RecordingUploads {
     private struct Job: Sendable {
         var key: String
         var data: Data
@@ -63,8 +79,52 @@ public final class UploadQueue: Sendable {
         return tally.failures.withLock { $0 }
     }
 
+    public func finish() -> String? { waitUntilIdle().first }
+
     /// The first upload failure, if any (the destination has failed).
     public var firstFailure: String? { tally.failures.withLock { $0.first } }
 
     public var bytesWritten: Int64 { tally.written.withLock { $0 } }
+}
+
+/// A recording's objects through an `ObjectSpool`: written to local disk at once, uploaded
+/// in order with retries for as long as the bucket needs. `finish` waits `drainTimeout` for
+/// the bucket; what is still spooled then stays on disk and is uploaded later (the spool
+/// goes on, in this process or the next), and the reason says so.
+public final class SpooledUploads: RecordingUploads {
+    private let spool: ObjectSpool
+    private let drainTimeout: Duration
+    private let failure = Mutex<String?>(nil)
+
+    public init(spool: ObjectSpool, drainTimeout: Duration) {
+        self.spool = spool
+        self.drainTimeout = drainTimeout
+    }
+
+    public func enqueue(_ data: Data, key: String) {
+        do {
+            try spool.enqueue(data, key: key)
+        } catch {
+            failure.withLock { $0 = $0 ?? "\(error)" }
+        }
+    }
+
+    public func finish() -> String? {
+        spool.close()
+        if !spool.waitUntilDrained(timeout: drainTimeout) {
+            let status = spool.status
+            let reason = "storage did not take the recording within \(drainTimeout): \(status.objects) objects "
+                + "(\(status.bytes) bytes) stay spooled in \(spool.directory.path) and are uploaded when it answers"
+                + (status.lastError.map { "; last error: \($0)" } ?? "")
+            failure.withLock { $0 = $0 ?? reason }
+        }
+        return firstFailure
+    }
+
+    public var firstFailure: String? {
+        if let own = failure.withLock({ $0 }) { return own }
+        return spool.status.permanentFailure
+    }
+
+    public var bytesWritten: Int64 { spool.status.uploadedBytes }
 }

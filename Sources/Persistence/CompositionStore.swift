@@ -21,8 +21,11 @@ public struct StoredStage: Codable, Hashable, Sendable {
 /// Where a composition's S3 destination writes, so a restart can finalize it.
 public struct StoredRecording: Codable, Hashable, Sendable {
     public var destinationId: String
-    /// The bucket's local directory (from the configuration when the composition started).
+    /// The bucket's local directory (from the configuration when the composition started);
+    /// empty for an S3 bucket.
     public var storageRoot: String
+    /// The bucket's name, for an S3 bucket (nil in records written before S3 buckets existed).
+    public var bucket: String?
     /// `<stageId>/<compositionId>/<destinationId>/composite`
     public var prefix: String
     /// `720p30-<encoderConfigurationId>`
@@ -31,10 +34,11 @@ public struct StoredRecording: Codable, Hashable, Sendable {
     public var height: Int
     public var targetSegmentDurationSeconds: Int
 
-    public init(destinationId: String, storageRoot: String, prefix: String, renditionName: String,
+    public init(destinationId: String, storageRoot: String, bucket: String? = nil, prefix: String, renditionName: String,
                 width: Int, height: Int, targetSegmentDurationSeconds: Int) {
         self.destinationId = destinationId
         self.storageRoot = storageRoot
+        self.bucket = bucket
         self.prefix = prefix
         self.renditionName = renditionName
         self.width = width

@@ -106,7 +106,11 @@ func makeApplication<Store: CompositionStore>(
     authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher, hub: LiveStageHub,
     metrics: ServerMetrics, dependencies: ServerDependencies
 ) async throws -> Application<ServerResponder> {
-    let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher, hub: hub,
+    let buckets = try BucketService(configuration: configuration, environment: ProcessInfo.processInfo.environment,
+                                    logger: dependencies.logger)
+    buckets.resumeSpools()
+    let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
+                                     buckets: buckets, hub: hub,
                                      clock: dependencies.clock, metrics: metrics, notifier: dependencies.notifier,
                                      logger: dependencies.logger)
     try await manager.restore()
@@ -144,7 +148,7 @@ func makeApplication<Store: CompositionStore>(
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
         // (their last stage updates), the compositions, and the event services last, so
         // they deliver everything the others published.
-        services: eventServices + [manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? []),
+        services: eventServices + [buckets, manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? []),
         onServerRunning: { [notifier = dependencies.notifier] channel in
             let address = channel.localAddress.map { "\($0)" } ?? "?"
             logger.notice("stage-compositor listening", metadata: ["address": "\(address)"])

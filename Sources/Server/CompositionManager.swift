@@ -23,6 +23,7 @@ import HLS
 public import LiveStage
 import Pipeline
 import Stages
+import Storage
 
 public actor CompositionManager<Store: CompositionStore>: Service {
     struct Entry {
@@ -48,6 +49,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     let catalog: StageCatalog<Store>
     let events: any EventSink
     let launcher: any CompositionPipelineLauncher
+    /// The buckets' storages and the spools in front of S3 buckets.
+    let buckets: BucketService
     /// Live stages' publishers (nil: live ingest disabled).
     let hub: LiveStageHub?
     let clock: any MediaClock
@@ -67,7 +70,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     private var flushing = false
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
-                launcher: any CompositionPipelineLauncher, hub: LiveStageHub? = nil, clock: any MediaClock,
+                launcher: any CompositionPipelineLauncher, buckets: BucketService, hub: LiveStageHub? = nil, clock: any MediaClock,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, notifier: SystemdNotifier? = nil,
                 logger: Logger) {
         self.notifier = notifier
@@ -78,6 +81,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         catalog = StageCatalog(configuration: configuration, store: store)
         self.events = events
         self.launcher = launcher
+        self.buckets = buckets
         self.clock = clock
         self.wallClock = wallClock
         self.metrics = metrics
@@ -142,6 +146,41 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
     // MARK: Start-up
 
+    /// Finalizes a crashed composition's S3 recording once its spool is uploaded; retries
+    /// every 10 s while the bucket fails, for as long as the daemon runs.
+    private func finalizeLater(_ recording: StoredRecording, bucket: String, record: StoredComposition, restartedAt: Date,
+                               reason: String, logger: Logger) {
+        guard let storage = buckets.storage(bucket: bucket) else {
+            logger.error("recording cannot be finalized: its bucket is no longer configured", metadata: ["bucket": "\(bucket)"])
+            return
+        }
+        let spool = buckets.spool(destinationId: recording.destinationId)
+        let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
+        let stageArn = record.composition.stageArn
+        logger.notice("recording is finalized once its spool is uploaded",
+                      metadata: ["destination.id": "\(recording.destinationId)", "spool.objects": "\(spool?.status.objects ?? 0)"])
+        Task.detached {
+            await spool?.finished()
+            var attempts = 0
+            while !Task.isCancelled {
+                attempts += 1
+                do {
+                    let result = try await RecordingRecovery.finalize(recording, storage: storage, stageArn: stageArn, startedAt: started,
+                                                                      restartedAt: restartedAt, reason: reason, logger: logger)
+                    logger.notice("recording finalized after restart", metadata: [
+                        "destination.id": "\(recording.destinationId)", "segments": "\(result.segments)",
+                        "duration.ms": "\(result.durationMs)", "recording.ended": "\(result.endedAt)"])
+                    return
+                } catch {
+                    if attempts == 1 || attempts % 10 == 0 {
+                        logger.warning("recording not finalized yet; retrying", metadata: ["error": "\(error)", "attempts": "\(attempts)"])
+                    }
+                    try? await Task.sleep(for: .seconds(10))
+                }
+            }
+        }
+    }
+
     /// Loads persisted compositions. Those that were running when the process died are
     /// finalized (recording playlist VOD + ENDLIST, recording-failed.json) and marked FAILED.
     public func restore() async throws(APIError) {
@@ -159,10 +198,15 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                 continue
             }
             var reason = Self.restartReason
-            if let recording = record.recording {
+            if let recording = record.recording, let bucket = recording.bucket, buckets.isSpooled(bucket: bucket) {
+                // An S3 bucket may be out now: finalize in the background, once the spool the
+                // dead process left has been uploaded, retrying until the bucket answers.
+                finalizeLater(recording, bucket: bucket, record: record, restartedAt: wallNow, reason: reason, logger: entryLogger)
+            } else if let recording = record.recording {
                 let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
                 do {
-                    let result = try await RecordingRecovery.finalize(recording, stageArn: record.composition.stageArn,
+                    let result = try await RecordingRecovery.finalize(recording, storage: LocalDirectoryStorage(rootPath: recording.storageRoot),
+                                                                      stageArn: record.composition.stageArn,
                                                                       startedAt: started, restartedAt: wallNow, reason: reason,
                                                                       logger: entryLogger)
                     entryLogger.notice("recording finalized after restart",
@@ -218,7 +262,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         }
 
         // Resolve every destination before creating anything.
-        var s3Plan: (index: Int, storageRoot: String, encoder: EncoderConfiguration, segment: Int)?
+        var s3Plan: (index: Int, bucket: String, encoder: EncoderConfiguration, segment: Int)?
         var channelPlan: (index: Int, entry: ServerConfiguration.ChannelEntry, encoder: EncoderConfiguration?)?
         for (index, destination) in request.destinations.enumerated() {
             let path = "destinations[\(index)]"
@@ -247,13 +291,13 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                       arnContext.owns(storageARN), let storage = try await storageConfiguration(s3.storageConfigurationArn) else {
                     throw .resourceNotFound("\(path).s3.storageConfigurationArn: storage configuration \(s3.storageConfigurationArn) not found")
                 }
-                guard let bucket = storage.s3?.bucketName, let root = configuration.buckets[bucket] else {
+                guard let bucket = storage.s3?.bucketName, configuration.buckets[bucket] != nil else {
                     throw .validation("\(path).s3.storageConfigurationArn: bucket \(storage.s3?.bucketName ?? "") is not configured on this server")
                 }
                 let encoder = try await encoderConfiguration(s3.encoderConfigurationArns[0], at: "\(path).s3.encoderConfigurationArns[0]")
                 let segment = s3.recordingConfiguration?.hlsConfiguration?.targetSegmentDurationSeconds
                     ?? CompositionRecordingHlsConfiguration.defaultTargetSegmentDurationSeconds
-                s3Plan = (index, root, encoder, segment)
+                s3Plan = (index, bucket, encoder, segment)
             }
         }
 
@@ -303,7 +347,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                 let encoderID = IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder"
                 let fps = Int(video.frameRate.rescale(1, to: Rational(1, 1)))
                 recording = StoredRecording(
-                    destinationId: destinationID, storageRoot: plan.storageRoot, prefix: prefix,
+                    destinationId: destinationID, storageRoot: configuration.buckets[plan.bucket]?.directory ?? "",
+                    bucket: plan.bucket, prefix: prefix,
                     renditionName: RecordingLayout.renditionName(height: video.height!, framesPerSecond: fps, encoderConfigurationId: encoderID),
                     width: video.width!, height: video.height!, targetSegmentDurationSeconds: plan.segment)
                 sinkDestinations["s3 destination \(destinationID)"] = destinationID
@@ -334,10 +379,14 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             // One encoder feeds every destination: the recording's, else the channel's, else the defaults.
             let video = (s3Plan?.encoder.video ?? channelPlan?.encoder?.video ?? Video()).withDefaults()
             let recordingJob = s3Plan.flatMap { plan in
-                recording.map {
-                    PipelineJob.Recording(destinationId: $0.destinationId, storageRoot: $0.storageRoot,
+                recording.map { [buckets] recording in
+                    PipelineJob.Recording(destinationId: recording.destinationId,
+                                          uploads: { logger in
+                                              buckets.uploads(bucket: plan.bucket, compositionArn: arn,
+                                                              destinationId: recording.destinationId, logger: logger)
+                                          },
                                           encoderConfigurationId: IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder",
-                                          targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
+                                          targetSegmentDurationSeconds: recording.targetSegmentDurationSeconds)
                 }
             }
             let channelJob = channelPlan.map { plan in
@@ -636,5 +685,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             if !entry.isTerminal { publishers += entry.publishers }
         }
         metrics.recordStates(compositions: compositions, destinations: destinations, publishers: publishers)
+        let spooled = buckets.spooled()
+        metrics.spoolObjects.record(spooled.objects)
+        metrics.spoolBytes.record(spooled.bytes)
     }
 }

@@ -18,8 +18,9 @@ import Synchronization
 public struct PipelineJob: Sendable {
     public struct Recording: Sendable {
         public var destinationId: String
-        /// The bucket's local directory.
-        public var storageRoot: String
+        /// Where the sink's objects go (the bucket's directory, or its spool), made on the
+        /// pipeline thread when the recording starts.
+        public var uploads: @Sendable (Logger) -> any RecordingUploads
         public var encoderConfigurationId: String
         public var targetSegmentDurationSeconds: Int
     }
@@ -121,7 +122,7 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 source = liveSource
             }
             let recording = job.recording.map {
-                RecordingDestinationPlan(destinationId: $0.destinationId, storage: LocalDirectoryStorage(rootPath: $0.storageRoot),
+                RecordingDestinationPlan(destinationId: $0.destinationId, uploads: $0.uploads,
                                          encoderConfigurationId: $0.encoderConfigurationId,
                                          targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
             }

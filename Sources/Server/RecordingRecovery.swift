@@ -3,8 +3,9 @@
 // playlist from the segments present in storage as VOD + ENDLIST (durations from the last
 // playlist, or measured from the file for a segment the playlist never listed) and writes
 // recording-failed.json, whose recording_ended_at is when the last stored segment was
-// written (not the restart, which may come much later). Everything goes through the HLS
-// renderers and atomic storage.
+// written (not the restart, which may come much later; on S3, where the write time is not
+// kept, the start plus the recorded duration). Everything goes through the HLS renderers
+// and atomic storage, local or S3.
 import Foundation
 import FFmpeg
 import HLS
@@ -22,20 +23,17 @@ enum RecordingRecovery {
     }
 
     /// `restartedAt` bounds the end time; it is used when no segment tells when it was written.
-    static func finalize(_ recording: StoredRecording, stageArn: String, startedAt: Date?, restartedAt: Date,
-                         reason: String, logger: Logger) async throws -> Result {
-        let storage = LocalDirectoryStorage(rootPath: recording.storageRoot)
+    static func finalize(_ recording: StoredRecording, storage: any ObjectStorage, stageArn: String, startedAt: Date?,
+                         restartedAt: Date, reason: String, logger: Logger) async throws -> Result {
+        let local = storage as? LocalDirectoryStorage
         let parts = recording.prefix.split(separator: "/").map(String.init)
         guard parts.count == 4 else { throw StorageError.invalidKey(key: recording.prefix, reason: "not a recording prefix") }
         let layout = RecordingLayout(stageId: parts[0], compositionId: parts[1], destinationId: parts[2])
         let playlistKey = layout.mediaPlaylistKey(rendition: recording.renditionName)
         let renditionPrefix = layout.renditionPrefix(rendition: recording.renditionName) + "/"
 
-        var known: [String: MediaTime] = [:]
-        if let data = try? await storage.get(key: playlistKey) {
-            known = parseDurations(String(decoding: data, as: UTF8.self))
-        }
-        let keys = (try? await storage.list(prefix: renditionPrefix)) ?? []
+        let known = try await playlistText(storage, key: playlistKey).map(parseDurations) ?? [:]
+        let keys = try await storage.list(prefix: renditionPrefix)
         let segmentFiles = keys.compactMap { key -> (Int, String)? in
             let name = String(key.dropFirst(renditionPrefix.count))
             guard name.hasSuffix(".ts"), !name.contains("/"), let number = Int(name.dropLast(3).filter(\.isNumber)) else { return nil }
@@ -46,8 +44,7 @@ enum RecordingRecovery {
         for (_, name) in segmentFiles {
             if let duration = known[name] {
                 playlist.segments.append(HLSSegment(uri: name, duration: duration))
-            } else if let micro = measureDuration(path: storage.root.appendingPathComponent(renditionPrefix + name).path),
-                      micro > 0 {
+            } else if let micro = await measureDuration(storage: storage, key: renditionPrefix + name), micro > 0 {
                 playlist.segments.append(HLSSegment(uri: name, duration: .microseconds(micro)))
             } else {
                 logger.warning("segment cannot be read; left out of the playlist", metadata: ["segment": "\(name)"])
@@ -56,8 +53,10 @@ enum RecordingRecovery {
         playlist = playlist.finished()
         // A segment is stored when it ends: the last one's write time is the recording's end.
         let lastWritten = playlist.segments.last.flatMap { segment in
-            (try? FileManager.default.attributesOfItem(atPath: storage.root.appendingPathComponent(renditionPrefix + segment.uri).path))?[
-                .modificationDate] as? Date
+            local.flatMap {
+                (try? FileManager.default.attributesOfItem(atPath: $0.root.appendingPathComponent(renditionPrefix + segment.uri).path))?[
+                    .modificationDate] as? Date
+            }
         }
         let fromDuration = startedAt.map { $0.addingTimeInterval(TimeInterval(playlist.durationMs) / 1000) }
         let endedAt = min(lastWritten ?? fromDuration ?? restartedAt, restartedAt)
@@ -69,6 +68,16 @@ enum RecordingRecovery {
             .ended(at: endedAt, durationMs: playlist.durationMs, failure: reason)
         try await storage.put(metadata.jsonData(), key: layout.metadataKey(for: metadata.status))
         return Result(segments: playlist.segments.count, durationMs: playlist.durationMs, endedAt: endedAt)
+    }
+
+    /// The stored playlist, nil when there is none; other failures are thrown.
+    static func playlistText(_ storage: any ObjectStorage, key: String) async throws(StorageError) -> String? {
+        do throws(StorageError) {
+            return String(decoding: try await storage.get(key: key), as: UTF8.self)
+        } catch {
+            if case .notFound = error { return nil }
+            throw error
+        }
     }
 
     /// Segment URI → duration from an m3u8 (`#EXTINF:2.000,` then the URI line).
@@ -100,6 +109,18 @@ enum RecordingRecovery {
             micro += Int64(padded) ?? 0
         }
         return .microseconds(micro)
+    }
+
+    /// A segment's duration, read from the file (fetched to a temporary file off S3).
+    static func measureDuration(storage: any ObjectStorage, key: String) async -> Int64? {
+        if let local = storage as? LocalDirectoryStorage {
+            return measureDuration(path: local.root.appendingPathComponent(key).path)
+        }
+        guard let data = try? await storage.get(key: key) else { return nil }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-\(UUID().uuidString).ts")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard (try? data.write(to: file)) != nil else { return nil }
+        return measureDuration(path: file.path)
     }
 
     static func measureDuration(path: String) -> Int64? {

@@ -303,8 +303,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var stageSourceRoots: [String]
     public var stages: [StageEntry]
     public var channels: [ChannelEntry]
-    /// S3 bucket name → local directory standing in for it.
-    public var buckets: [String: String]
+    /// S3 bucket name → a local directory standing in for it, or an S3-compatible endpoint.
+    public var buckets: [String: Bucket]
+    /// Local disk in front of S3 buckets.
+    public var spool: Spool
     public var quotas: Quotas
     public var lifecycle: Lifecycle
     public var events: Events
@@ -316,7 +318,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     public init(region: String = "us-east-1", account: String = "123456789012", listen: Listen = Listen(),
                 auth: Authentication = Authentication(), stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
-                channels: [ChannelEntry] = [], buckets: [String: String] = [:], quotas: Quotas = Quotas(),
+                channels: [ChannelEntry] = [], buckets: [String: Bucket] = [:], spool: Spool = Spool(), quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
                 encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest()) {
         self.ingest = ingest
@@ -329,6 +331,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         self.stages = stages
         self.channels = channels
         self.buckets = buckets
+        self.spool = spool
         self.quotas = quotas
         self.lifecycle = lifecycle
         self.events = events
@@ -338,7 +341,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, quotas,
+        case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, spool, quotas,
              lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest
     }
 
@@ -353,7 +356,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         stageSourceRoots = try c.decodeIfPresent([String].self, forKey: .stageSourceRoots) ?? []
         stages = try c.decodeIfPresent([StageEntry].self, forKey: .stages) ?? []
         channels = try c.decodeIfPresent([ChannelEntry].self, forKey: .channels) ?? []
-        buckets = try c.decodeIfPresent([String: String].self, forKey: .buckets) ?? [:]
+        buckets = try c.decodeIfPresent([String: Bucket].self, forKey: .buckets) ?? [:]
+        spool = try c.decodeIfPresent(Spool.self, forKey: .spool) ?? d.spool
         quotas = try c.decodeIfPresent(Quotas.self, forKey: .quotas) ?? d.quotas
         lifecycle = try c.decodeIfPresent(Lifecycle.self, forKey: .lifecycle) ?? d.lifecycle
         events = try c.decodeIfPresent(Events.self, forKey: .events) ?? d.events
@@ -427,7 +431,12 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         copy.stateDirectory = absolute(stateDirectory)
         copy.stageSourceRoots = stageSourceRoots.map(absolute)
         copy.stages = stages.map { var s = $0; s.source = s.source.map(absolute); return s }
-        copy.buckets = buckets.mapValues(absolute)
+        copy.buckets = buckets.mapValues { bucket in
+            guard case .s3(var s3) = bucket else { return .directory(absolute(bucket.directory ?? "")) }
+            if case .file(let path, let profile) = s3.credentials { s3.credentials = .file(path: absolute(path), profile: profile) }
+            return .s3(s3)
+        }
+        copy.spool.directory = spool.directory.map(absolute)
         copy.channels = channels.map { var c = $0; c.caFile = c.caFile.map(absolute); return c }
         copy.ingest.certificateFile = ingest.certificateFile.map(absolute)
         copy.ingest.privateKeyFile = ingest.privateKeyFile.map(absolute)
@@ -474,13 +483,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 if !(reconnect.baseIntervalSeconds > 0) { problems.append("\(key).reconnect.baseIntervalSeconds: must be positive") }
             }
         }
-        for name in buckets.keys.sorted() {
-            let valid = (3...63).contains(name.count) && name.unicodeScalars.allSatisfy {
-                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
-            }
-            if !valid { problems.append("buckets.\(name): bucket names are 3-63 characters of [a-z0-9-.]") }
-            if buckets[name]?.isEmpty ?? true { problems.append("buckets.\(name): the directory must not be empty") }
-        }
+        problems += bucketProblems()
         for (index, root) in stageSourceRoots.enumerated() where root.isEmpty || root == "/" {
             problems.append("stageSourceRoots[\(index)]: \"\(root)\" is too broad")
         }
@@ -550,8 +553,11 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     /// Things that may be fixed after start-up (a recorded stage not installed yet): the
     /// daemon runs, and compositions on such a stage fail with "Session Failure".
-    public func availabilityWarnings() -> [String] {
-        stages.enumerated().compactMap { index, entry in
+    public func availabilityWarnings() -> [String] { availabilityWarnings(environment: ProcessInfo.processInfo.environment) }
+
+    /// The same, with S3 credentials looked up in `environment`.
+    public func availabilityWarnings(environment: [String: String]) -> [String] {
+        bucketWarnings(environment: environment) + stages.enumerated().compactMap { index, entry in
             guard let source = entry.source else { return nil }
             return FileManager.default.fileExists(atPath: source + "/manifest.json") ? nil
                 : "stages[\(index)].source: \(source) has no manifest.json (not a recorded stage directory); "
@@ -634,7 +640,7 @@ extension ServerConfiguration {
         } else {
             state = absolute("stage-compositor-state", base: cwd)
         }
-        var configuration = ServerConfiguration(stateDirectory: state, buckets: [embeddedBucket: state + "/buckets/" + embeddedBucket])
+        var configuration = ServerConfiguration(stateDirectory: state, buckets: [embeddedBucket: .directory(state + "/buckets/" + embeddedBucket)])
         let executableFolder = URL(fileURLWithPath: absolute(surroundings.executablePath, base: cwd)).deletingLastPathComponent()
         let candidates = [absolute("fixtures", base: cwd),
                           executableFolder.appendingPathComponent("../share/stage-compositor/stages").standardizedFileURL.path,

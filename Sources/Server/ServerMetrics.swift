@@ -19,6 +19,9 @@ public final class ServerMetrics: Sendable {
     /// Live ingest: publishers on live stages now, publishes admitted, refused (by the model's
     /// error code) and broken off after admission (by code), and media bytes received.
     public let livePublishers: Gauge
+    /// Recording objects (and their bytes) spooled on local disk, not yet in their S3 bucket.
+    public let spoolObjects: Gauge
+    public let spoolBytes: Gauge
     public let ingestAdmitted: Counter
     private let ingestRefused: [String: Counter]
     private let ingestPublishErrors: [String: Counter]
@@ -48,6 +51,8 @@ public final class ServerMetrics: Sendable {
         publishersGauge = Gauge(label: "stage_compositor_publishers", factory: factory)
         self.factory = factory
         livePublishers = Gauge(label: "stage_compositor_live_publishers", factory: factory)
+        spoolObjects = Gauge(label: "stage_compositor_spool_objects", factory: factory)
+        spoolBytes = Gauge(label: "stage_compositor_spool_bytes", factory: factory)
         ingestAdmitted = Counter(label: "stage_compositor_ingest_admitted_total", factory: factory)
         let codes = ["INSUFFICIENT_CAPABILITIES", "INVALID_STREAM_KEY", "INVALID_PROTOCOL", "REUSE_OF_STREAM_KEY", "QUOTA_EXCEEDED", "BITRATE_EXCEEDED",
                      "RESOLUTION_EXCEEDED", "INVALID_VIDEO_CODEC", "INVALID_AUDIO_CODEC", "INVALID_INPUT",

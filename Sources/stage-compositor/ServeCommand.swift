@@ -68,7 +68,9 @@ struct ServeCommand: AsyncParsableCommand {
                      "  API (AWS CLI, boto3): \(endpoint), region \(configuration.region)"
                          + (configuration.auth.enabled ? ", SigV4 access keys required" : ", authentication off")]
         for name in configuration.buckets.keys.sorted() {
-            lines.append("  recordings: storage configurations with bucketName=\(name) write to \(configuration.buckets[name] ?? "")")
+            guard let bucket = configuration.buckets[name] else { continue }
+            lines.append("  recordings: storage configurations with bucketName=\(name) write to \(bucket.summary)"
+                         + (bucket.directory == nil ? " (spooled in \(configuration.spoolDirectory))" : ""))
         }
         lines.append("  state: \(configuration.stateDirectory)")
         let stages = configuration.stages.compactMap { configuration.stageArn(for: $0) }

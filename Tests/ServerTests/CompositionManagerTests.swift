@@ -50,7 +50,7 @@ final class CompositionManagerTests: XCTestCase {
             stages: [.init(id: "twoPeople", source: Self.fixtures.appendingPathComponent("two-people").path)],
             channels: [.init(arn: channelArn, ingestEndpoint: "rtmp://127.0.0.1:1935/live/", streamKey: "sk_test",
                              reconnect: .init(maxRetries: 2, baseIntervalSeconds: 0.5))],
-            buckets: ["rec-bucket": FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path],
+            buckets: ["rec-bucket": .directory(FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path)],
             lifecycle: .init(idleTimeoutSeconds: idle))
         let store = InMemoryCompositionStore()
         try await store.putEncoderConfiguration(CreateEncoderConfigurationRequest().makeEncoderConfiguration(arn: IVSARN(parsing: encoderArn)!))
@@ -59,8 +59,9 @@ final class CompositionManagerTests: XCTestCase {
         let clock = ManualMediaClock()
         let events = InMemoryEventSink()
         let launcher = FakePipelineLauncher()
+        let buckets = try BucketService(configuration: configuration, environment: [:], logger: Logger(label: "test"))
         let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
-                                         clock: clock, wallClock: { Date(timeIntervalSince1970: 1_800_000_000) },
+                                         buckets: buckets, clock: clock, wallClock: { Date(timeIntervalSince1970: 1_800_000_000) },
                                          metrics: nil, logger: Logger(label: "test"))
         return Harness(manager: manager, clock: clock, events: events, launcher: launcher, store: store)
     }

@@ -17,7 +17,7 @@ final class ControlPlaneRouterTests: XCTestCase {
     func makeApp(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) async throws -> some ApplicationProtocol {
         let configuration = ServerConfiguration(
             stages: [.init(id: "twoPeople", source: CompositionManagerTests.fixtures.appendingPathComponent("two-people").path)],
-            buckets: ["rec-bucket": FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path],
+            buckets: ["rec-bucket": .directory(FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path)],
             maxRequestBodyBytes: 4096)
         return try await buildApplication(configuration: configuration, dependencies: ServerDependencies(
             logger: Logger(label: "test"), events: InMemoryEventSink(), metricsRegistry: registry,

@@ -123,7 +123,7 @@ final class DatagramListener {
         let cwd = try folder()
         let plain = ServerConfiguration.embeddedDefaults(.init(environment: [:], workingDirectory: cwd, executablePath: "/x/bin/sc"))
         #expect(plain.stateDirectory == cwd + "/stage-compositor-state")
-        #expect(plain.buckets == ["recordings": cwd + "/stage-compositor-state/buckets/recordings"])
+        #expect(plain.buckets == ["recordings": .directory(cwd + "/stage-compositor-state/buckets/recordings")])
         #expect(plain.listen.host == "127.0.0.1" && plain.listen.port == 8086)
         #expect(plain.ingest.rtmp.host == "127.0.0.1" && plain.ingest.rtmps.host == "127.0.0.1")
         #expect(!plain.auth.enabled)
@@ -131,7 +131,7 @@ final class DatagramListener {
         let xdg = ServerConfiguration.embeddedDefaults(.init(environment: ["XDG_STATE_HOME": "st"], workingDirectory: cwd,
                                                              executablePath: "/x/bin/sc"))
         #expect(xdg.stateDirectory == cwd + "/st/stage-compositor")
-        #expect(xdg.buckets["recordings"] == cwd + "/st/stage-compositor/buckets/recordings")
+        #expect(xdg.buckets["recordings"] == .directory(cwd + "/st/stage-compositor/buckets/recordings"))
     }
 
     @Test func bundledStagesAreTheFixturesOrTheInstalledShare() throws {
