@@ -91,7 +91,7 @@ struct ConfigExampleTests {
         "stages[].arn", "stages[].source", "stageSourceRoots[]",
         "channels[].arn", "channels[].ingestEndpoint", "channels[].streamKey",
         "channels[].reconnect.maxRetries", "channels[].reconnect.baseIntervalSeconds",
-        "buckets",
+        "buckets", "spool.maxBytes", "spool.drainTimeoutSeconds",
         "quotas.concurrentCompositions", "quotas.encoderConfigurations", "quotas.storageConfigurations",
         "quotas.publishersPerStage", "quotas.ingestConfigurations",
         "lifecycle.idleTimeoutSeconds", "lifecycle.maximumDurationSeconds", "lifecycle.retentionSeconds",
