@@ -201,7 +201,7 @@ let package = Package(
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
         .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore", "TestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         // S3Storage against moto_server on loopback, scripted failing servers, and a real composition.
         .testTarget(
             name: "S3StorageTests",
@@ -215,7 +215,7 @@ let package = Package(
             exclude: ["moto_setup.py", "botocore_s3_sign.py"]
         ),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
-        .testTarget(name: "StagesTests", dependencies: ["Stages"]),
+        .testTarget(name: "StagesTests", dependencies: ["Stages", "TestSupport"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP", "TestSupport"], exclude: ["Corpus"]),

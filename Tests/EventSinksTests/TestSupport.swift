@@ -13,11 +13,14 @@ func sampleEvent(_ number: Int, name: String = "Session Start") -> CompositionSt
         detail: .init(eventName: name, stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/AbCdEfGhIjKl"))
 }
 
-/// Polls `condition` until it holds or `timeout` passes (generous: the whole suite shares
-/// two cores; a passing test returns as soon as the condition holds).
+/// Polls `condition` every 10 ms until it holds, giving up after `timeout` worth of polls.
+/// The bound counts polls, not wall time: on a loaded 2-core machine the whole concurrency
+/// pool can be busy with other tests for tens of seconds, and a wall-clock deadline would
+/// expire while neither this test nor the code it waits for could run. A passing test
+/// returns as soon as the condition holds; a broken one still fails.
 func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
+    let polls = Int(timeout / .milliseconds(10))
+    for _ in 0..<polls {
         if await condition() { return true }
         try? await Task.sleep(for: .milliseconds(10))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Stages
 
 /// The repository root, from this file's path (Tests/StagesTests/FixtureTests.swift).
@@ -48,7 +49,12 @@ let ffmpegAvailable = (try? run("ffprobe", ["-version"]).0) == 0
 
 @Suite(.enabled(if: ffmpegAvailable, "needs ffmpeg/ffprobe")) struct FixtureTests {
     @Test(arguments: ["two-people", "four-grid", "ivs-hls"])
-    func committedFixturesLoadAndProbe(name: String) throws {
+    func committedFixturesLoadAndProbe(name: String) async throws {
+        // ffprobe runs block: on a thread of their own, never on the concurrency pool.
+        try await onThread { try Self.probeCommittedFixture(name) }
+    }
+
+    static func probeCommittedFixture(_ name: String) throws {
         let stage = try RecordedStage.load(from: repositoryRoot.appendingPathComponent("fixtures/\(name)").path)
         for participant in stage.manifest.participants {
             let path = try #require(stage.mediaPath(for: participant))
@@ -72,7 +78,11 @@ let ffmpegAvailable = (try? run("ffprobe", ["-version"]).0) == 0
     }
 
     /// The generator's edge cases, generated into a temp dir (2 s clips).
-    @Test func generatorEdgeCases() throws {
+    @Test func generatorEdgeCases() async throws {
+        try await onThread { try Self.generateEdgeCases() }
+    }
+
+    static func generateEdgeCases() throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("fixture-edges-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
         let script = repositoryRoot.appendingPathComponent("scripts/make-fixture.sh").path
