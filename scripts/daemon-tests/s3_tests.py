@@ -177,6 +177,9 @@ def metric(d, name):
 def s3_daemon(d, proxy):
     """The daemon's rec-bucket is the moto bucket behind the proxy."""
     extra = dict(d.config_extra)
+    # Ports picked now that moto and the proxy hold theirs (a port picked earlier and
+    # released could have gone to moto).
+    extra["ingest"] = dict(extra["ingest"], rtmp={"port": free_port()}, rtmps={"port": free_port()})
     extra["buckets"] = {"rec-bucket": {"s3": {"endpoint": f"http://127.0.0.1:{proxy.port}", "bucket": BUCKET,
                                               "pathStyle": True, "requestTimeoutSeconds": 3, "maxAttempts": 2}}}
     extra["spool"] = {"drainTimeoutSeconds": 20}

@@ -585,7 +585,7 @@ def test_impaired_network_keeps_playing_then_an_outage_leaves(d):
         stage = create_stage(d)
         tok = token(d, stage["arn"], "lossy")
         publisher = AiortcPublisher(stage["endpoints"]["whip"], tok["token"], "magenta", 550, d.workdir, "lossy", duration=110,
-                                    extra=["--flash-every", "0.5", "--flash-frames", "5"])
+                                    extra=["--flash-every", "0.5", "--flash-frames", "5", "--no-delete-after-failure"])
         wait_published(d, stage["arn"], tok["participantId"])
         session = session_id(d, stage["arn"])
         composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
@@ -604,6 +604,8 @@ def test_impaired_network_keeps_playing_then_an_outage_leaves(d):
         check(recovered >= 10, f"NACK recoveries: {recovered}")
         wait_participant(d, stage["arn"], session, tok["participantId"], "DISCONNECTED", timeout=60)
         left_after = time.time() - outage_begins
+        check("consent expired" in d.log(), "the daemon's consent timeout ended the session (the publisher cannot "
+                                            "reach it to DELETE)")
         print(f"impairment: participant LEFT {left_after:.1f} s after the outage began (consent timeout 30 s)")
         # The relay's clock started a little before `outage_begins` was taken (its start-up),
         # and the API is polled through the AWS CLI: a few seconds of slack on both sides,

@@ -317,7 +317,7 @@ async def run(args):
     result["selected_pair"] = selected_pair(pc)
     result.update(counters)
     result["published_s"] = round(time.monotonic() - connected_at["t"], 3) if "t" in connected_at else 0.0
-    if result.get("location"):
+    if result.get("location") and not (failed.is_set() and args.no_delete_after_failure):
         try:
             dstatus, _, dbody = await loop.run_in_executor(
                 None, lambda: http("DELETE", result["location"], args.token, timeout=args.http_timeout))
@@ -378,6 +378,9 @@ def parse_args(argv=None):
     p.add_argument("--no-video", action="store_true")
     p.add_argument("--no-rtx", action="store_true", help="do not offer video/rtx (NACKs then resend the original packets)")
     p.add_argument("--corrupt-fingerprint", action="store_true", help="send a wrong a=fingerprint in the offer")
+    p.add_argument("--no-delete-after-failure", action="store_true",
+                   help="when the connection fails, do not DELETE: a publisher whose network died cannot reach "
+                        "the server either, so the server's consent timeout must end the session")
     p.add_argument("--connect-timeout", type=float, default=15.0, help="seconds from the 201 to DTLS connected")
     p.add_argument("--http-timeout", type=float, default=10.0)
     p.add_argument("--gather-timeout", type=float, default=10.0)
