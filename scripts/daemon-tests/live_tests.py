@@ -553,9 +553,16 @@ def test_refusals_name_their_reason(d):
             check(closed and time.time() - started < 3, f"{label}: the connection is closed at once (took {took:.1f}s)")
             check(b"NetStream.Publish.BadName" in data or b"error" in data, f"{label}: an onStatus error is sent: {data[-300:]}")
 
-        def error_events(code):
-            return [e for e in stage_updates(d, stage["arn"]) if e["detail"]["event_name"] == "Participant Publish Error"
-                    and e["detail"].get("error_code") == code]
+        def error_events(code, timeout=15):
+            """The Participant Publish Error events with `code`, once there is one: the event
+            sinks write asynchronously, so it may land a moment after the refusal."""
+            deadline = time.time() + timeout
+            while True:
+                found = [e for e in stage_updates(d, stage["arn"]) if e["detail"]["event_name"] == "Participant Publish Error"
+                         and e["detail"].get("error_code") == code]
+                if found or time.time() > deadline:
+                    return found
+                time.sleep(0.1)
 
         secure_only = create_ingest(d, stage["arn"], "secure-only", secure=True)
         refused(secure_only["streamKey"], secure=False, label="RTMP to an RTMPS-only configuration")

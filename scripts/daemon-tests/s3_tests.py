@@ -307,8 +307,10 @@ def test_outage_delays_but_loses_nothing(d):
         check(duration > OUTAGE_SECONDS, f"the recording spans the outage: {duration:.1f} s")
         print(f"outage: {OUTAGE_SECONDS} s, spool peaked at >= {int(late[0])} objects / {int(late[1])} bytes, "
               f"recording {duration:.2f} s in {len(listed)} segments, {frames} frames of {composed} composed")
-        names = [e["detail"]["event_name"] for e in d.events() if e["resources"] == [arn]]
-        check("Destination Failure" not in names and names[-1] == "Session End", f"events: {names}")
+        # The event sinks write asynchronously: Session End may land a moment after STOPPED.
+        names = wait_for("Session End", lambda: (lambda n: n if n and n[-1] == "Session End" else None)(
+            [e["detail"]["event_name"] for e in d.events() if e["resources"] == [arn]]), 15)
+        check("Destination Failure" not in names, f"events: {names}")
         check(d.stop() == 0, "exit status")
     finally:
         if publisher:
