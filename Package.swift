@@ -251,6 +251,6 @@ let package = Package(
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),
                                                         .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "FFmpeg", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage", "TestSupport"]),
     ]
 )

@@ -59,11 +59,14 @@ public struct CompositionPlan: Sendable {
     /// Live publishers: encode without lookahead, trading a little compression for hundreds
     /// of milliseconds of latency.
     public var lowLatency: Bool
+    /// Keep unchanged tiles' pixels between frames (see `CompositionSettings`).
+    public var reuseUnchangedTiles: Bool
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
                 recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
-                lowLatency: Bool = false) {
+                lowLatency: Bool = false, reuseUnchangedTiles: Bool = true) {
         self.lowLatency = lowLatency
+        self.reuseUnchangedTiles = reuseUnchangedTiles
         self.compositionId = compositionId
         self.encoder = encoder
         self.layout = layout
@@ -131,7 +134,8 @@ public final class CompositionRunner {
             channelSink = nil
         }
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
-                                           layout: plan.layout.makeEngine(), duration: duration)
+                                           layout: plan.layout.makeEngine(), duration: duration,
+                                           reuseUnchangedTiles: plan.reuseUnchangedTiles)
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

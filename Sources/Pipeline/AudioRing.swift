@@ -1,21 +1,26 @@
 /// One participant's decoded audio (planar float stereo, mix rate) indexed by absolute stage
-/// sample position. Written by the decoder side, read once by the mixer. Fixed capacity:
-/// allocated once, never grows.
+/// sample position. Written by the decoder side, read once by the mixer. Bounded: it starts
+/// at `initialCapacity` and grows (doubling, a handful of times at most) only while more is
+/// held at once, never beyond `capacity`; what usually sits in it is well under a second.
 public final class AudioRing {
+    /// The most it ever holds.
     public let capacity: Int
-    private let left: UnsafeMutablePointer<Float>
-    private let right: UnsafeMutablePointer<Float>
+    /// Samples the storage has room for now (≤ capacity).
+    public private(set) var allocated: Int
+    private var left: UnsafeMutablePointer<Float>
+    private var right: UnsafeMutablePointer<Float>
     /// Positions [start, end) are held.
     public private(set) var start: Int64 = 0
     public private(set) var end: Int64 = 0
     public private(set) var overflowedSamples: Int64 = 0
 
-    public init(capacity: Int) {
+    public init(capacity: Int, initialCapacity: Int? = nil) {
         self.capacity = capacity
-        left = .allocate(capacity: capacity)
-        right = .allocate(capacity: capacity)
-        left.initialize(repeating: 0, count: capacity)
-        right.initialize(repeating: 0, count: capacity)
+        allocated = max(1, min(capacity, initialCapacity ?? capacity))
+        left = .allocate(capacity: allocated)
+        right = .allocate(capacity: allocated)
+        left.initialize(repeating: 0, count: allocated)
+        right.initialize(repeating: 0, count: allocated)
     }
 
     deinit {
@@ -31,6 +36,7 @@ public final class AudioRing {
     public func write(left source: UnsafePointer<Float>, right sourceRight: UnsafePointer<Float>, count: Int, at position: Int64) {
         guard count > 0 else { return }
         if isEmpty { start = position; end = position }
+        reserve(through: max(end, position + Int64(count)))
         if position > end { writeSilence(from: end, to: position) }
         var skip = 0
         var at = position
@@ -45,8 +51,32 @@ public final class AudioRing {
         trimToCapacity()
     }
 
+    /// Grows the storage so that [start, newEnd) fits, up to `capacity`, keeping what is held.
+    private func reserve(through newEnd: Int64) {
+        let needed = newEnd - start
+        guard needed > Int64(allocated), allocated < capacity else { return }
+        let size = Int(min(Int64(capacity), max(needed, Int64(allocated) * 2)))
+        let newLeft = UnsafeMutablePointer<Float>.allocate(capacity: size)
+        let newRight = UnsafeMutablePointer<Float>.allocate(capacity: size)
+        newLeft.initialize(repeating: 0, count: size)
+        newRight.initialize(repeating: 0, count: size)
+        var position = start
+        while position < end {
+            let from = slot(position)
+            let to = Self.slot(position, size: size)
+            newLeft[to] = left[from]
+            newRight[to] = right[from]
+            position += 1
+        }
+        left.deallocate()
+        right.deallocate()
+        left = newLeft
+        right = newRight
+        allocated = size
+    }
+
     private func writeSilence(from: Int64, to: Int64) {
-        var position = max(from, to - Int64(capacity))
+        var position = max(from, to - Int64(allocated))
         while position < to {
             let index = slot(position)
             left[index] = 0
@@ -59,9 +89,9 @@ public final class AudioRing {
 
     private func trimToCapacity() {
         let held = end - start
-        if held > Int64(capacity) {
-            overflowedSamples += held - Int64(capacity)
-            start = end - Int64(capacity)
+        if held > Int64(allocated) {
+            overflowedSamples += held - Int64(allocated)
+            start = end - Int64(allocated)
         }
     }
 
@@ -88,8 +118,10 @@ public final class AudioRing {
         if position > start { start = position }
     }
 
-    private func slot(_ position: Int64) -> Int {
-        let m = Int(position % Int64(capacity))
-        return m < 0 ? m + capacity : m
+    private func slot(_ position: Int64) -> Int { Self.slot(position, size: allocated) }
+
+    private static func slot(_ position: Int64, size: Int) -> Int {
+        let m = Int(position % Int64(size))
+        return m < 0 ? m + size : m
     }
 }

@@ -17,13 +17,17 @@ public struct CompositionSettings {
     public var layout: any LayoutEngine
     /// Stop after this much output. Nil: the source's duration, or until `shouldStop`.
     public var duration: MediaTime?
+    /// Keep a tile's pixels while its picture and place are unchanged (off: redraw every
+    /// tile every tick; the output is the same, which the tests check).
+    public var reuseUnchangedTiles: Bool
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
-                layout: any LayoutEngine, duration: MediaTime? = nil) {
+                layout: any LayoutEngine, duration: MediaTime? = nil, reuseUnchangedTiles: Bool = true) {
         self.video = video
         self.audio = audio
         self.layout = layout
         self.duration = duration
+        self.reuseUnchangedTiles = reuseUnchangedTiles
     }
 }
 
@@ -41,6 +45,9 @@ public struct CompositionResult: Sendable, Equatable {
     public var duration: MediaTime
     public var layoutChanges: Int
     public var laggedFrames: Int64
+    /// Tiles scaled into the canvas, and tiles whose pixels were kept (unchanged picture).
+    public var tilesScaled: Int64
+    public var tilesReused: Int64
     /// Sinks that failed during the run, with the reason (the others went on).
     public var failedSinks: [String: String]
 }
@@ -82,6 +89,7 @@ public final class CompositionSession {
             videoEncoder = try Encoder(video: settings.video)
             audioEncoder = try Encoder(audio: settings.audio)
             compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
+            compositor.reuseUnchangedTiles = settings.reuseUnchangedTiles
             mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
                                encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
         } catch {
@@ -180,7 +188,8 @@ public final class CompositionSession {
         if let stopError { throw stopError }
         return CompositionResult(frames: tick, audioSamples: mixer.encodedSamples,
                                  duration: MediaTime(ticks: tick, timeBase: frameDuration),
-                                 layoutChanges: compositor.layoutChanges, laggedFrames: lagged, failedSinks: failedSinks)
+                                 layoutChanges: compositor.layoutChanges, laggedFrames: lagged,
+                                 tilesScaled: compositor.tilesScaled, tilesReused: compositor.tilesReused, failedSinks: failedSinks)
     }
 
     /// Sends one frame (nil: flush) and hands every packet that comes out to the sinks.

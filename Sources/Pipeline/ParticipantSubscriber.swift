@@ -33,6 +33,8 @@ public final class ParticipantSubscriber {
     /// Clockwise quarter turns that put the picture upright (display-matrix metadata).
     private var rotationTurns = 0
     public private(set) var currentTime: Int64?
+    /// Counts the pictures `current` has held: unchanged means the same pixels as last tick.
+    public private(set) var videoGeneration: UInt64 = 0
     private var pendingTime: Int64?
     private var videoMapper: TimestampMapper
     private var lastVideoSourceTime: Int64?
@@ -92,7 +94,9 @@ public final class ParticipantSubscriber {
         let gap: Int64 = source.isLive ? .max / 4 : 10_000_000
         videoMapper = TimestampMapper(offset: offsetMicroseconds - fileStart, maxForwardGap: gap)
         audioMapper = TimestampMapper(offset: offsetMicroseconds - fileStart, maxForwardGap: gap)
-        audio = AudioRing(capacity: mixRate * 10)
+        // Up to 10 s (as far as audio may run ahead of 300 queued video packets in badly
+        // interleaved media); starts at 1 s, which holds what a healthy stage needs.
+        audio = AudioRing(capacity: mixRate * 10, initialCapacity: mixRate)
         scratchLeft = .allocate(capacity: scratchCapacity)
         scratchRight = .allocate(capacity: scratchCapacity)
         videoDrained = true
@@ -176,6 +180,7 @@ public final class ParticipantSubscriber {
                 guard due <= stageTime || (currentTime == nil && due - stageTime < frameStep) else { return }
                 current.swap(with: pending)
                 currentTime = due
+                videoGeneration &+= 1
                 pendingTime = nil
             }
             guard decodeNextVideoFrame() else { return }

@@ -4,7 +4,7 @@
 public import MediaCore
 public import Stages
 public import Logging
-import FFmpeg
+public import FFmpeg
 
 /// One participant as the compositor sees them at an instant.
 public struct StageParticipantState: Sendable, Equatable {
@@ -54,7 +54,7 @@ public final class RecordedStageSource: StageSource {
     private var cachedUntil: Int64 = .min
 
     /// Opens every participant's media. A file that cannot be opened is an error naming it.
-    public init(stage: RecordedStage, logger: Logger) throws(PipelineError) {
+    public init(stage: RecordedStage, limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(PipelineError) {
         self.stage = stage
         var arrival: [String: Int] = [:]
         let ordered = stage.manifest.participants.enumerated().sorted { a, b in
@@ -72,7 +72,7 @@ public final class RecordedStageSource: StageSource {
             do {
                 subscribers[participant.participantId] = try ParticipantSubscriber(
                     participantId: participant.participantId, mediaPath: path,
-                    offset: .milliseconds(participant.resolvedMediaOffsetMs), logger: participantLogger)
+                    offset: .milliseconds(participant.resolvedMediaOffsetMs), limits: limits, logger: participantLogger)
             } catch {
                 throw PipelineError.media(file: path, message: error.description)
             }

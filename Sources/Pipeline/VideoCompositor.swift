@@ -1,5 +1,9 @@
 // Where a frame gets scaled: each tick, ask the layout for tiles and scale every visible
 // participant's latest frame once, straight into its rectangle of the YUV420 canvas.
+//
+// The canvas keeps its pixels between ticks (the encoder copies what it keeps), so only what
+// changed is drawn: the background and camera-off tiles once per layout change, a video tile
+// when its participant has a new picture, and any tile drawn over one that was redrawn.
 
 public import FFmpeg
 public import Layout
@@ -15,6 +19,16 @@ public final class VideoCompositor {
     public private(set) var tiles: [Tile] = []
     /// How many times the tiles changed (joins, leaves, video stop/start, size changes).
     public private(set) var layoutChanges = 0
+    /// What each tile (by index in `tiles`) shows now; nil: must be drawn.
+    private var drawn: [DrawnTile?] = []
+    /// Counts draws; a tile whose `pass` is the current one was drawn this tick.
+    private var pass: UInt64 = 0
+    private var backgroundDrawn = false
+    /// Tile scalings done and skipped (the picture and placement were unchanged).
+    public private(set) var tilesScaled: Int64 = 0
+    public private(set) var tilesReused: Int64 = 0
+    /// Off: every tile is drawn every tick (for comparisons; the output is the same).
+    public var reuseUnchangedTiles = true
     private let logger: Logger
     /// A publisher whose media has ended shows its last frame this long, then camera-off.
     private let endedVideoGrace: Int64 = 500_000
@@ -46,8 +60,14 @@ public final class VideoCompositor {
             tiles = layout.tiles(canvas: canvasSize, participants: layoutInput)
             swap(&layoutInput, &previousInput)
             layoutChanges += 1
+            invalidate()
         }
         draw(source: source)
+    }
+
+    /// Forgets what the canvas shows: the next tick draws everything.
+    public func invalidate() {
+        backgroundDrawn = false
     }
 
     private func videoState(of state: StageParticipantState, subscriber: ParticipantSubscriber?, at time: Int64) -> VideoState {
@@ -60,18 +80,40 @@ public final class VideoCompositor {
     }
 
     private func draw(source: any StageSource) {
-        canvas.fill(PixelRect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
-        for tile in tiles {
-            let rect = PixelRect(x: tile.rect.x, y: tile.rect.y, width: tile.rect.width, height: tile.rect.height)
+        pass &+= 1
+        if !reuseUnchangedTiles { backgroundDrawn = false }
+        if !backgroundDrawn {
+            // A new layout: background once, then every tile.
+            canvas.fill(PixelRect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
+            drawn.removeAll(keepingCapacity: true)
+            drawn.append(contentsOf: repeatElement(nil, count: tiles.count))
+            backgroundDrawn = true
+        }
+        for index in tiles.indices {
+            let tile = tiles[index]
+            // A tile drawn over one redrawn this tick must be drawn again (PiP is on top).
+            var coveredByRedraw = false
+            for below in 0..<index where drawn[below]?.pass == pass && tiles[below].rect.intersects(tile.rect) {
+                coveredByRedraw = true
+                break
+            }
             guard tile.content == .video,
                   let subscriber = source.subscriber(for: tile.participantId),
                   let size = subscriber.currentVideoSize,
                   let placement = TileGeometry.place(source: size, in: tile.rect, mode: tile.fillMode)
             else {
-                drawCameraOff(tile)
+                if coveredByRedraw || drawn[index]?.isCameraOff != true {
+                    drawCameraOff(tile)
+                    drawn[index] = DrawnTile(cameraOffAt: pass)
+                }
                 continue
             }
-            if placement.destination != tile.rect {
+            if !coveredByRedraw, let last = drawn[index], last.shows(subscriber, placement: placement) {
+                tilesReused += 1
+                continue
+            }
+            if placement.destination != tile.rect && (coveredByRedraw || drawn[index]?.placement != placement) {
+                let rect = PixelRect(x: tile.rect.x, y: tile.rect.y, width: tile.rect.width, height: tile.rect.height)
                 canvas.fill(rect, y: 16, u: 128, v: 128)
             }
             let scaler = scalers[tile.participantId] ?? makeScaler(for: tile.participantId)
@@ -81,9 +123,12 @@ public final class VideoCompositor {
                                  into: canvas,
                                  destination: PixelRect(x: placement.destination.x, y: placement.destination.y,
                                                         width: placement.destination.width, height: placement.destination.height))
+                tilesScaled += 1
+                drawn[index] = DrawnTile(subscriber: subscriber, generation: subscriber.videoGeneration, placement: placement, pass: pass)
             } catch {
                 logger.warning("scale failed; showing camera-off", metadata: ["participant.id": "\(tile.participantId)", "error": "\(error)"])
                 drawCameraOff(tile)
+                drawn[index] = DrawnTile(cameraOffAt: pass)
             }
         }
     }
@@ -103,5 +148,35 @@ public final class VideoCompositor {
         let participant = previousInput.first { $0.participantId == tile.participantId }
         let label = participant.map { $0.userId.isEmpty ? $0.participantId : $0.userId } ?? tile.participantId
         CameraOffTile.draw(into: frame, rect: tile.rect, label: label)
+    }
+}
+
+/// What a tile of the canvas shows: a participant's picture (which one, where), or camera-off.
+private struct DrawnTile {
+    weak var subscriber: ParticipantSubscriber?
+    var generation: UInt64
+    var placement: TilePlacement?
+    /// The draw that put it there.
+    var pass: UInt64
+
+    init(subscriber: ParticipantSubscriber, generation: UInt64, placement: TilePlacement, pass: UInt64) {
+        self.subscriber = subscriber
+        self.generation = generation
+        self.placement = placement
+        self.pass = pass
+    }
+
+    init(cameraOffAt pass: UInt64) {
+        subscriber = nil
+        generation = 0
+        placement = nil
+        self.pass = pass
+    }
+
+    var isCameraOff: Bool { placement == nil }
+
+    /// The same picture of the same (still living) subscriber at the same place.
+    func shows(_ other: ParticipantSubscriber, placement: TilePlacement) -> Bool {
+        self.placement == placement && generation == other.videoGeneration && subscriber === other
     }
 }

@@ -53,6 +53,12 @@ struct ComposeCommand: ParsableCommand {
     @Option(help: "x264 preset.")
     var preset: String = "veryfast"
 
+    @Option(help: "Threads per video decoder (1: decode on the composition thread; default \(DecoderLimits().videoThreads)).")
+    var decoderThreads: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Keep unchanged tiles between frames (--no-tile-reuse: redraw every tile every frame; same output, for comparison).")
+    var tileReuse = true
+
     @Flag(help: "Log at info level.")
     var verbose = false
 
@@ -70,7 +76,12 @@ struct ComposeCommand: ParsableCommand {
             let layoutConfiguration = try LayoutResolver.resolve(layout)
             let thumbnailPlan = try parseThumbnails(thumbnails)
             let recordedStage = try RecordedStage.load(from: stage)
-            let source = try RecordedStageSource(stage: recordedStage, logger: logger)
+            var limits = DecoderLimits()
+            if let decoderThreads {
+                guard (1...16).contains(decoderThreads) else { throw CLIFailure("--decoder-threads: \(decoderThreads) is outside 1...16") }
+                limits.videoThreads = decoderThreads
+            }
+            let source = try RecordedStageSource(stage: recordedStage, limits: limits, logger: logger)
 
             guard record || rtmp != nil else { throw CLIFailure("--no-record needs --rtmp: there would be no output") }
             var channel: ChannelDestinationPlan?
@@ -100,7 +111,8 @@ struct ComposeCommand: ParsableCommand {
                                                                     targetSegmentDurationSeconds: segmentDuration,
                                                                     thumbnails: thumbnailPlan),
                 channel: channel,
-                preset: preset)
+                preset: preset,
+                reuseUnchangedTiles: tileReuse)
             let limit = duration.map { MediaTime.microseconds(Int64($0 * 1_000_000)) }
             let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger,
                                                channelEvents: { event in

@@ -132,4 +132,45 @@ struct AudioRingTests {
         write(ring, ramp(5), at: 60)
         #expect(mix(ring, from: 50, count: 15).left == [Float](repeating: 0, count: 10) + ramp(5))
     }
+
+    @Test("a ring that starts small and grows reads exactly like one allocated in full", arguments: [1, 7, 64, 999])
+    func growingRingMatchesFullRing(initialCapacity: Int) {
+        var random = SplitMix64(seed: UInt64(initialCapacity))
+        let full = AudioRing(capacity: 1000)
+        let growing = AudioRing(capacity: 1000, initialCapacity: initialCapacity)
+        #expect(growing.allocated == initialCapacity)
+        var position: Int64 = -300
+        for step in 0..<2000 {
+            // Writes ahead, behind (overlap), after a gap, and now and then far more than fits.
+            let count = random.next() % 20 == 0 ? Int(random.next() % 1500) + 1 : Int(random.next() % 120) + 1
+            let at = position + Int64(random.next() % 200) - 60
+            let values = (0..<count).map { Float(step * 7 + $0) }
+            write(full, values, at: at)
+            write(growing, values, at: at)
+            #expect(growing.allocated <= growing.capacity)
+            #expect((growing.start, growing.end, growing.overflowedSamples) == (full.start, full.end, full.overflowedSamples))
+            if random.next() % 3 == 0 {
+                let from = position - Int64(random.next() % 50)
+                let length = Int(random.next() % 300) + 1
+                let a = mix(full, from: from, count: length)
+                let b = mix(growing, from: from, count: length)
+                #expect(a.left == b.left && a.right == b.right, "step \(step)")
+                position = from + Int64(length)
+            }
+        }
+        #expect(growing.allocated > initialCapacity || initialCapacity == 999)
+    }
+}
+
+/// A small seeded generator (the tests must not depend on the system's random source).
+private struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
