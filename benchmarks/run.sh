@@ -3,25 +3,32 @@
 # inputs, same encoder settings, same output (HLS, 2 s MPEG-TS segments).
 #   (a) 4 x 1280x720@30 participants -> 1280x720@30, 2.5 Mbps
 #   (b) 12 x 640x360@30 participants -> 1920x1080@30, 6 Mbps
-# Prints real-time factor, CPU seconds per output second, peak RSS, and our CPU / ffmpeg's.
-# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all] [--long MINUTES]
+# Prints real-time factor, CPU seconds per output second, peak RSS, our CPU / ffmpeg's, and
+# the SSIM of both composites against an uncompressed reference (NO_SSIM=1 skips it).
+# --repeat N runs ours and ffmpeg alternately N times and reports the medians (CPU time on
+# a shared VM varies by +-20 % from run to run; alternating spreads that over both).
+# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all] [--repeat N] [--long MINUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=30
 scenario=all
 long=""
+repeat=1
 while (($#)); do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
     --scenario) scenario=$2; shift 2 ;;
     --long) long=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 
-bin=.build/release/stage-compositor
+# BIN: another build to measure; COMPOSE_ARGS: extra `compose` options (experiments).
+bin=${BIN:-.build/release/stage-compositor}
 [[ -x $bin ]] || swift build -c release
+read -r -a compose_args <<< "${COMPOSE_ARGS:-}"
 work=benchmarks/.work
 inputs=$work/inputs
 mkdir -p "$inputs"
@@ -41,21 +48,35 @@ measure() {
   rm -f "$log" "$log.err"
 }
 
-# ffmpeg equivalent of our grid: scale each input into its tile (bilinear), xstack on a
-# black canvas, amix, libx264 with our settings, AAC, HLS.
-ffmpeg_cmd() { # stage columns rows tile_w tile_h gap out_w out_h bitrate out_dir
-  local stage=$1 cols=$2 rows=$3 tw=$4 th=$5 gap=$6 ow=$7 oh=$8 bitrate=$9 out=${10}
-  local files=() filter="" layout="" n=0
-  for f in "$stage"/p*; do files+=(-i "$f"); done
-  n=${#files[@]}; n=$((n / 2))
-  local gw=$((cols * tw + (cols - 1) * gap)) gh=$((rows * th + (rows - 1) * gap))
+# The participants' files in stage order (p0, p1, ..., p10: the order our grid uses).
+participant_files() { # stage
+  find "$1" -maxdepth 1 -name 'p*.mp4' | sort -V
+}
+
+# The video half of a filter graph equivalent to our grid: scale each participant into its
+# tile (swscale `flags`), xstack on a black canvas, pad to the output size. `crop` is the
+# source rectangle our grid's default COVER fill takes (TileGeometry: centred, even origin;
+# `exact=1`, or the crop filter rounds an odd height down for the chroma).
+# Participants are inputs first..first+n-1; the result is labelled [out].
+grid_graph() { # first n flags crop cols rows tile_w tile_h gap out_w out_h out
+  local first=$1 n=$2 flags=$3 crop=$4 cols=$5 rows=$6 tw=$7 th=$8 gap=$9 ow=${10} oh=${11} label=${12}
+  local gw=$((cols * tw + (cols - 1) * gap)) gh=$((rows * th + (rows - 1) * gap)) graph="" layout=""
   for ((i = 0; i < n; i++)); do
-    filter+="[$i:v]scale=${tw}:${th}:flags=bilinear,setsar=1[v$i];"
-    local c=$((i % cols)) r=$((i / cols))
-    layout+="$((c * (tw + gap)))_$((r * (th + gap)))|"
+    graph+="[$((first + i)):v]${crop},scale=${tw}:${th}:flags=${flags},setsar=1[v$i];"
+    layout+="$(((i % cols) * (tw + gap)))_$(((i / cols) * (th + gap)))|"
   done
-  for ((i = 0; i < n; i++)); do filter+="[v$i]"; done
-  filter+="xstack=inputs=$n:layout=${layout%|}:fill=black,pad=${ow}:${oh}:$(((ow - gw) / 2)):$(((oh - gh) / 2)):black,format=yuv420p[v];"
+  for ((i = 0; i < n; i++)); do graph+="[v$i]"; done
+  graph+="xstack=inputs=$n:layout=${layout%|}:fill=black,pad=${ow}:${oh}:$(((ow - gw) / 2)):$(((oh - gh) / 2)):black,format=yuv420p[$label]"
+  echo "$graph"
+}
+
+# ffmpeg equivalent of our grid: bilinear scaling, amix, libx264 with our settings, AAC, HLS.
+ffmpeg_cmd() { # stage crop columns rows tile_w tile_h gap out_w out_h bitrate out_dir
+  local stage=$1 crop=$2 cols=$3 rows=$4 tw=$5 th=$6 gap=$7 ow=$8 oh=$9 bitrate=${10} out=${11}
+  local files=() filter n
+  for f in $(participant_files "$stage"); do files+=(-i "$f"); done
+  n=$((${#files[@]} / 2))
+  filter="$(grid_graph 0 "$n" bilinear "$crop" "$cols" "$rows" "$tw" "$th" "$gap" "$ow" "$oh" v);"
   for ((i = 0; i < n; i++)); do filter+="[$i:a]"; done
   filter+="amix=inputs=$n:normalize=0,aresample=48000,aformat=channel_layouts=stereo[a]"
   mkdir -p "$out"
@@ -66,28 +87,63 @@ ffmpeg_cmd() { # stage columns rows tile_w tile_h gap out_w out_h bitrate out_di
     -f hls -hls_time 2 -hls_playlist_type vod -hls_segment_filename "$out/%d.ts" "$out/playlist.m3u8")
 }
 
+# SSIM of a composite (HLS playlist) against an uncompressed reference composite of the same
+# stage and geometry, scaled with bicubic + accurate rounding + full chroma interpolation and
+# never encoded. Frames are matched by index. Prints the "All" SSIM.
+ssim_against_reference() { # playlist stage crop cols rows tile_w tile_h gap out_w out_h
+  local playlist=$1 stage=$2 files=() n graph
+  for f in $(participant_files "$stage"); do files+=(-i "$f"); done
+  n=$((${#files[@]} / 2))
+  graph="$(grid_graph 1 "$n" bicubic+accurate_rnd+full_chroma_int "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" ref0);"
+  graph+="[ref0]setpts=N/30/TB[ref];[0:v]format=yuv420p,setpts=N/30/TB[cmp];[cmp][ref]ssim=shortest=1"
+  ffmpeg -nostdin -hide_banner -i "$playlist" "${files[@]}" -filter_complex "$graph" -an -f null - 2>&1 |
+    sed -n 's/.*SSIM .* All:\([0-9.]*\).*/\1/p' | tail -1
+}
+
 report() { # label duration elapsed user sys rss
   awk -v l="$1" -v d="$2" -v e="$3" -v u="$4" -v s="$5" -v m="$6" 'BEGIN {
     printf "  %-16s real-time factor %6.2fx   CPU %6.3f s per output s   wall %6.2f s   peak RSS %5.0f MiB\n", l, d / e, (u + s) / d, e, m / 1024 }'
 }
 
-run_scenario() { # label participants in_size encoder cols rows tile_w tile_h out_w out_h bitrate
-  local label=$1 stage
+# The run with the median CPU time among "elapsed user sys rss" lines; with more than one
+# run, the spread of CPU per output second goes to stderr.
+median_run() { # duration lines...
+  local d=$1; shift
+  printf '%s\n' "$@" | awk -v d="$d" '{ print $2 + $3, $0 }' | sort -n | awk -v d="$d" '
+    { line[NR] = $0; sub(/^[^ ]+ /, "", line[NR]); cpu[NR] = $1 }
+    END { if (NR > 1) printf "    (%d runs: CPU %.3f to %.3f s per output s)\n", NR, cpu[1] / d, cpu[NR] / d > "/dev/stderr"
+          print line[int((NR + 1) / 2)] }'
+}
+
+run_scenario() { # label participants in_size encoder crop cols rows tile_w tile_h out_w out_h bitrate
+  local label=$1 stage geometry=("$5" "$6" "$7" "$8" "$9" 2 "${10}" "${11}")
   stage=$(make_inputs "$label" "$2" "$3")
   echo "scenario $label: $2 x $3@30 -> $4, ${duration} s"
-  read -r e u s m < <(measure "$bin" compose --stage "$stage" --encoder "$4" --out "$work/out-$label" --pace fast)
+  ffmpeg_cmd "$stage" "${geometry[@]}" "${12}" "$work/ffmpeg-$label"
+  local ours_runs=() ffmpeg_runs=()
+  for ((r = 0; r < repeat; r++)); do
+    rm -rf "$work/out-$label" "$work/ffmpeg-$label"
+    mkdir -p "$work/ffmpeg-$label"
+    ours_runs+=("$(measure "$bin" compose --stage "$stage" --encoder "$4" --out "$work/out-$label" --pace fast "${compose_args[@]}")")
+    ffmpeg_runs+=("$(measure "${FFMPEG_ARGS[@]}")")
+  done
+  read -r e u s m < <(median_run "$duration" "${ours_runs[@]}")
   report "stage-compositor" "$duration" "$e" "$u" "$s" "$m"
-  ffmpeg_cmd "$stage" "$5" "$6" "$7" "$8" 2 "$9" "${10}" "${11}" "$work/ffmpeg-$label"
-  read -r fe fu fs fm < <(measure "${FFMPEG_ARGS[@]}")
+  read -r fe fu fs fm < <(median_run "$duration" "${ffmpeg_runs[@]}")
   report "ffmpeg" "$duration" "$fe" "$fu" "$fs" "$fm"
   awk -v a="$u" -v b="$s" -v c="$fu" -v d="$fs" 'BEGIN { printf "  CPU ratio (ours / ffmpeg): %.2f\n", (a + b) / (c + d) }'
+  if [[ -z ${NO_SSIM:-} ]]; then
+    local ours
+    ours=$(find "$work/out-$label" -name playlist.m3u8 | head -1)
+    echo "  SSIM against an uncompressed reference composite: stage-compositor $(ssim_against_reference "$ours" "$stage" "${geometry[@]}")   ffmpeg $(ssim_against_reference "$work/ffmpeg-$label/playlist.m3u8" "$stage" "${geometry[@]}")"
+  fi
 }
 
 if [[ $scenario == a || $scenario == all ]]; then
-  run_scenario a 4 1280x720 1280x720@30:2500000 2 2 638 358 1280 720 2500000
+  run_scenario a 4 1280x720 1280x720@30:2500000 crop=1280:719:0:0:exact=1 2 2 638 358 1280 720 2500000
 fi
 if [[ $scenario == b || $scenario == all ]]; then
-  run_scenario b 12 640x360 1920x1080@30:6000000 4 3 478 268 1920 1080 6000000
+  run_scenario b 12 640x360 1920x1080@30:6000000 crop=640:359:0:0:exact=1 4 3 478 268 1920 1080 6000000
 fi
 if [[ -n $long ]]; then
   # Steady memory: RSS at 1 minute and at $long minutes of output, same composition.
