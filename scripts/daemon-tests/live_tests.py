@@ -779,7 +779,10 @@ def test_empty_stage_waits_for_a_publisher(d):
     """StartComposition on a live stage nobody publishes on waits in STARTING, as IVS does, and
     goes ACTIVE when someone starts publishing; on a stage nobody comes to, it fails after the
     idle timeout with a reason."""
-    d.reconfigure(idle=8.0, extra=d.config_extra)
+    # The idle timeout bounds the time from StartComposition to the publisher's arrival, which
+    # here includes four AWS CLI calls: about 9 s on a loaded 2-core machine (an 8 s timeout
+    # once failed the waiting stage there). 20 s leaves twice that.
+    d.reconfigure(idle=20.0, extra=d.config_extra)
     d.start()
     enc, sto = setup_encoder_and_storage(d)
     waiting = create_stage(d, "waiting")
@@ -794,7 +797,7 @@ def test_empty_stage_waits_for_a_publisher(d):
     publisher = Publisher(publish_url(waiting, ingest, False), "green", 660, d.workdir, "late")
     try:
         check(wait_state(d, first, {"ACTIVE", "FAILED"}, timeout=15) == "ACTIVE", "the first publisher starts it")
-        check(wait_state(d, second, {"ACTIVE", "FAILED", "STOPPED"}, timeout=20) == "FAILED", "nobody came: it fails")
+        check(wait_state(d, second, {"ACTIVE", "FAILED", "STOPPED"}, timeout=40) == "FAILED", "nobody came: it fails")
         failure = [e["detail"] for e in d.events() if e["resources"] == [second]]
         check([e["event_name"] for e in failure] == ["Session Failure"] and "No participants" in failure[0].get("reason", ""),
               f"events of the empty stage's composition: {failure}")
