@@ -90,6 +90,7 @@ public final class CompositionSession {
             audioEncoder = try Encoder(audio: settings.audio)
             compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
             compositor.reuseUnchangedTiles = settings.reuseUnchangedTiles
+            compositor.frameLead = settings.video.frameRate.inverted.rescale(1, to: MediaTime.microseconds) / 2
             mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
                                encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
         } catch {
@@ -133,7 +134,7 @@ public final class CompositionSession {
                 lagged += 1
                 logger.debug("behind the clock: repeating the previous picture",
                              metadata: ["tick": "\(tick)", "late.ms": "\(late / 1000)", "lagged": "\(lagged)"])
-                for state in participants { source.subscriber(for: state.participantId)?.advanceVideo(to: stageMicro) }
+                for state in participants { source.subscriber(for: state.participantId)?.advanceVideo(to: stageMicro + compositor.frameLead) }
             } else {
                 do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
                 compositor.compose(participants: participants, source: source, stageTime: stageMicro)

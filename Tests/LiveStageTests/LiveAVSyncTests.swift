@@ -109,8 +109,8 @@ struct LiveAVSyncTests {
         _ = try session.run(pacer: &pacer)
 
         // Flash onsets: the first frame of each run of bright frames (30 fps ticks). The output
-        // frame grid quantizes them: a flash shows on the first tick at or after it is due, so
-        // the beep leads by 0 to 33 ms; drift would add to that.
+        // frame grid quantizes them: a flash shows on the tick nearest to when it is due, so
+        // flash and beep are within half a frame (17 ms) of each other; drift would add to that.
         var flashes: [Double] = []
         // (From 0.5 s: before the first picture the tile shows camera-off, whose label is white.)
         for tick in 15..<probe.samples.count where probe.samples[tick][0].y > 128 && probe.samples[tick - 1][0].y <= 128 {

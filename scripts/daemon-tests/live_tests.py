@@ -512,28 +512,12 @@ def test_av_sync_flash_and_beep(d):
         if publisher:
             publisher.kill()
     playlist = recording_playlist(d, final)
-    offsets = av_offsets(playlist)
+    offsets = media_check.av_offsets(playlist, *SIZE, 128, 0.1)
     check(len(offsets) >= minutes * 60 - 5, f"flashes found: {len(offsets)}")
     first, last = offsets[:5], offsets[-5:]
     print(f"A/V offset (audio - video), first flashes: {[round(o * 1000) for o in first]} ms, "
           f"last: {[round(o * 1000) for o in last]} ms")
     check(all(abs(o) <= 0.040 for o in first + last), f"|A/V offset| > 40 ms: first {first}, last {last}")
-
-
-def av_offsets(path):
-    """(beep onset - flash onset) for each flash of a flash-and-beep composite, in seconds."""
-    video = media_check.Video(path, SIZE[0], SIZE[1], fps=30)
-    luma = video.luma_series(SIZE[0] // 2, SIZE[1] // 2)
-    flashes = media_check.onsets(list(luma), 1 / 30, 128, 0.5)
-    audio = media_check.Audio(path)
-    envelope, step = audio.envelope(0.001)
-    beeps = media_check.onsets(list(envelope), step, 0.1, 0.5)
-    offsets = []
-    for flash in flashes:
-        nearest = min(beeps, key=lambda b: abs(b - flash), default=None)
-        if nearest is not None and abs(nearest - flash) < 0.4:
-            offsets.append(nearest - flash)
-    return offsets
 
 
 def test_refusals_name_their_reason(d):

@@ -68,10 +68,13 @@ class Video:
 
 
 class Audio:
-    """The mono mix of a file's audio at 48 kHz, from its first sample."""
+    """The mono mix of a file's audio at 48 kHz, from its first sample, which is at `start`
+    seconds on the file's clock."""
 
     def __init__(self, path, rate=48000):
         self.rate = rate
+        streams = [s for s in probe(path).get("streams", []) if s.get("codec_type") == "audio"]
+        self.start = float(streams[0].get("start_time", 0)) if streams else 0.0
         result = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vn", "-ac", "1", "-ar", str(rate), "-f", "f32le", "-"],
                                 capture_output=True, timeout=600)
         if result.returncode != 0:
@@ -122,6 +125,61 @@ def onsets(series, step, threshold, minimum_gap):
             if not times or t - times[-1] >= minimum_gap:
                 times.append(t)
     return times
+
+
+class FrameLuma:
+    """Every decoded frame of a file's video, as it is: its presentation time (s, on the file's
+    own clock, as the audio's `start` is) and the mean luma of a box of the picture scaled to
+    width x height. No resampling: a frame is shown from its own time."""
+
+    def __init__(self, path, width, height, x, y, radius=4):
+        size = 2 * radius + 1
+        result = subprocess.run(["ffmpeg", "-v", "info", "-nostats", "-copyts", "-i", path, "-an", "-vf",
+                                 f"scale={width}:{height},crop={size}:{size}:{max(0, x - radius)}:{max(0, y - radius)},showinfo",
+                                 "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                                capture_output=True, timeout=600)
+        if result.returncode != 0:
+            raise RuntimeError(f"decode {path}: {result.stderr.decode()[-2000:]}")
+        self.times = [float(m) for m in re.findall(rb"Parsed_showinfo.*? pts_time:\s*(-?[0-9.]+)", result.stderr)]
+        frame = size * size * 3
+        count = len(result.stdout) // frame
+        if count != len(self.times):
+            raise RuntimeError(f"decode {path}: {count} frames but {len(self.times)} times")
+        rgb = numpy.frombuffer(result.stdout[:count * frame], dtype=numpy.uint8).reshape(count, size * size, 3)
+        rgb = rgb.astype(numpy.float64).mean(axis=1)
+        self.luma = 0.299 * rgb[:, 0] + 0.587 * rgb[:, 1] + 0.114 * rgb[:, 2]
+
+    def rises(self, threshold, minimum_gap):
+        """Times of the first frame at or above `threshold` after one below it, at least
+        `minimum_gap` s apart."""
+        times = []
+        for i in range(1, len(self.luma)):
+            if self.luma[i - 1] < threshold <= self.luma[i]:
+                t = self.times[i]
+                if not times or t - times[-1] >= minimum_gap:
+                    times.append(t)
+        return times
+
+
+def av_offsets(path, width, height, luma_threshold, beep_threshold, window=0.4):
+    """(beep onset - flash onset) in seconds, for each flash of a picture that flashes bright
+    with a beep (an audio envelope rising through `beep_threshold`) at the same instants. Both
+    onsets are on the file's own clock: the flash is the presentation time of its first frame,
+    the beep is the audio's start time plus where the envelope rises, to the millisecond.
+    (Counting frames and samples from each stream's first one instead reads an exactly aligned
+    file as 34 ms apart: AAC's priming starts the audio 21 ms before the video, and frame
+    indices after resampling are not frame times.)"""
+    video = FrameLuma(path, width, height, width // 2, height // 2)
+    flashes = video.rises(luma_threshold, 0.5)
+    audio = Audio(path)
+    envelope, step = audio.envelope(0.001)
+    beeps = [audio.start + t for t in onsets(list(envelope), step, beep_threshold, 0.5)]
+    offsets = []
+    for flash in flashes:
+        nearest_beep = min(beeps, key=lambda b: abs(b - flash), default=None)
+        if nearest_beep is not None and abs(nearest_beep - flash) < window:
+            offsets.append(nearest_beep - flash)
+    return offsets
 
 
 def tiles(binary, participants, size, layout="grid"):

@@ -363,28 +363,11 @@ def test_stun_with_a_wrong_password_is_answered_401(d):
     check(d.stop() == 0, "exit status")
 
 
-def av_offsets_loud(path, threshold):
-    """(beep onset - flash onset) per flash, for a picture that flashes and a tone that gets
-    louder (a beep over a quieter tone): onsets above `threshold`."""
-    video = media_check.Video(path, SIZE[0], SIZE[1], fps=30)
-    luma = video.luma_series(SIZE[0] // 2, SIZE[1] // 2)
-    flashes = media_check.onsets(list(luma), 1 / 30, 225, 0.5)
-    audio = media_check.Audio(path)
-    envelope, step = audio.envelope(0.001)
-    beeps = media_check.onsets(list(envelope), step, threshold, 0.5)
-    offsets = []
-    for flash in flashes:
-        nearest = min(beeps, key=lambda b: abs(b - flash), default=None)
-        if nearest is not None and abs(nearest - flash) < 0.4:
-            offsets.append(nearest - flash)
-    return offsets
-
-
 def test_chromium_publishes_flash_and_beep(d):
     """Headless Chromium publishes a blue picture with a 880 Hz tone, flashing white with a
     2 kHz beep once a second, from Y4M/WAV fake devices: the composite shows blue and the
-    tone; the flash-to-beep offset and the time from the page's first frame to the
-    composition's ACTIVE are reported."""
+    tone, flash and beep within 40 ms of each other; the time from the page's first frame to
+    the composition's ACTIVE is reported."""
     fixture = os.path.join(d.workdir, "fixture")
     seconds = 24
     made = subprocess.run([sys.executable, os.path.join(CLIENTS, "make_av_fixture.py"), "--out-dir", fixture, "--color", "0,0,255",
@@ -442,15 +425,13 @@ def test_chromium_publishes_flash_and_beep(d):
     for t in (4.5, 8.5):
         check(video.name(t, SIZE[0] // 2, SIZE[1] // 2) == "blue", f"at {t}s: {video.colour(t, SIZE[0] // 2, SIZE[1] // 2)}")
     check(media_check.Audio(playlist).tone_level(880, 3, 12) > 0.03, "the 880 Hz tone sounds")
-    offsets = av_offsets_loud(playlist, 0.4)
+    offsets = media_check.av_offsets(playlist, *SIZE, 225, 0.4)
     check(len(offsets) >= 8, f"flashes matched with beeps: {offsets}")
     print(f"A/V offset (audio - video), Chromium: {[round(o * 1000) for o in offsets]} ms")
-    # Reported, not asserted: Chromium's fake camera and microphone start their files
-    # independently, and under load its capture shifts a frame (33 ms) now and then, so the
-    # stream the page sends carries a flash-to-beep offset of its own (3 to 44 ms measured here,
-    # with one-frame steps while a build ran). The 40 ms bound is asserted where the source's
-    # own alignment is exact: aiortc_flash_and_beep_stay_in_sync, and the RTMP sync test.
-    check(all(abs(o) <= 0.100 for o in offsets[3:]), f"|A/V offset| > 100 ms: {offsets}")
+    # The first two flashes fall in the fake devices' start-up, where Chromium's capture
+    # settles (30-32 ms, then a one-frame step, seen here); from the third on, the bound.
+    check(all(abs(o) <= 0.100 for o in offsets[:2]), f"|A/V offset| > 100 ms at the start: {offsets}")
+    check(all(abs(o) <= 0.040 for o in offsets[2:]), f"|A/V offset| > 40 ms: {offsets}")
 
 
 def test_aiortc_flash_and_beep_stay_in_sync(d):
@@ -476,7 +457,7 @@ def test_aiortc_flash_and_beep_stay_in_sync(d):
         check(d.stop() == 0, "exit status")
     finally:
         publisher.kill()
-    offsets = av_offsets_loud(recording_playlist(d, final), 0.4)
+    offsets = media_check.av_offsets(recording_playlist(d, final), *SIZE, 225, 0.4)
     print(f"A/V offset (audio - video), aiortc: {[round(o * 1000) for o in offsets]} ms")
     check(len(offsets) >= 18, f"flashes matched with beeps: {offsets}")
     check(all(abs(o) <= 0.040 for o in offsets), f"|A/V offset| > 40 ms: {offsets}")
