@@ -61,10 +61,17 @@ public struct CompositionPlan: Sendable {
     public var lowLatency: Bool
     /// Keep unchanged tiles' pixels between frames (see `CompositionSettings`).
     public var reuseUnchangedTiles: Bool
+    /// x264 threads (0: x264's own choice, 1.5 per core; default: `EncoderSpec.defaultEncoderThreads`).
+    public var encoderThreads: Int
+    /// Decode participants side by side (see `CompositionSettings`).
+    public var parallelDecoding: Bool
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
                 recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
-                lowLatency: Bool = false, reuseUnchangedTiles: Bool = true) {
+                lowLatency: Bool = false, reuseUnchangedTiles: Bool = true, encoderThreads: Int? = nil,
+                parallelDecoding: Bool = true) {
+        self.encoderThreads = encoderThreads ?? encoder.defaultEncoderThreads
+        self.parallelDecoding = parallelDecoding
         self.lowLatency = lowLatency
         self.reuseUnchangedTiles = reuseUnchangedTiles
         self.compositionId = compositionId
@@ -86,7 +93,7 @@ public struct CompositionPlan: Sendable {
         VideoEncoderSettings(width: encoder.width, height: encoder.height, frameRate: encoder.frameRate,
                              bitrate: encoder.bitrate,
                              keyframeInterval: encoder.framesPerSegment(seconds: keyframeIntervalSeconds),
-                             preset: preset, lowLatency: lowLatency)
+                             preset: preset, threads: encoderThreads, lowLatency: lowLatency)
     }
 }
 
@@ -135,7 +142,8 @@ public final class CompositionRunner {
         }
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
                                            layout: plan.layout.makeEngine(), duration: duration,
-                                           reuseUnchangedTiles: plan.reuseUnchangedTiles)
+                                           reuseUnchangedTiles: plan.reuseUnchangedTiles,
+                                           parallelDecoding: plan.parallelDecoding)
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

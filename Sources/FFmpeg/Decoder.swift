@@ -13,10 +13,11 @@ public struct DecoderLimits: Sendable {
     public var maxSamples: Int64
     /// Decoder threads (0 = FFmpeg decides).
     public var threads: Int
-    /// Threads for video decoders (frame threading).
+    /// Threads for video decoders (frame threading). One: a composition decodes its
+    /// participants side by side instead, which costs no extra contexts or frames.
     public var videoThreads: Int
 
-    public init(maxPixels: Int64 = 4096 * 2304, maxSamples: Int64 = 48_000 * 4, threads: Int = 1, videoThreads: Int = 2) {
+    public init(maxPixels: Int64 = 4096 * 2304, maxSamples: Int64 = 48_000 * 4, threads: Int = 1, videoThreads: Int = 1) {
         self.maxPixels = maxPixels
         self.maxSamples = maxSamples
         self.threads = threads

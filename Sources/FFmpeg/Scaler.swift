@@ -60,6 +60,12 @@ extension Frame {
 /// Scales a crop of a decoded frame straight into a rectangle of the output canvas: one
 /// sws_scale per tile per output frame, no intermediate picture. The SwsContext is cached
 /// and only rebuilt when the source format/size or the tile size changes.
+///
+/// libyuv's I420Scale was measured against it (benchmarks/scaler, SSIM against a Lanczos
+/// scale) and kept out: faster at 2x down but with SSIM 0.993–0.995 against swscale's
+/// 0.998, slower and worse at the 1.5x upscales of a 360p grid on 1080p (550 µs against
+/// 485 µs a tile), ahead only at exact 2x upscales and 4x box downscales.
+
 public final class TileScaler {
     private var context: OpaquePointer?
     /// Bilinear: the quality/speed point ffmpeg's own scale filter users pick for live mixes.

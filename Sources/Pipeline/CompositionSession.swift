@@ -20,9 +20,13 @@ public struct CompositionSettings {
     /// Keep a tile's pixels while its picture and place are unchanged (off: redraw every
     /// tile every tick; the output is the same, which the tests check).
     public var reuseUnchangedTiles: Bool
+    /// Decode participants side by side (off: in turn; for comparisons).
+    public var parallelDecoding: Bool
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
-                layout: any LayoutEngine, duration: MediaTime? = nil, reuseUnchangedTiles: Bool = true) {
+                layout: any LayoutEngine, duration: MediaTime? = nil, reuseUnchangedTiles: Bool = true,
+                parallelDecoding: Bool = true) {
+        self.parallelDecoding = parallelDecoding
         self.video = video
         self.audio = audio
         self.layout = layout
@@ -90,6 +94,7 @@ public final class CompositionSession {
             audioEncoder = try Encoder(audio: settings.audio)
             compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
             compositor.reuseUnchangedTiles = settings.reuseUnchangedTiles
+            compositor.parallelDecoding = settings.parallelDecoding
             compositor.frameLead = settings.video.frameRate.inverted.rescale(1, to: MediaTime.microseconds) / 2
             mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
                                encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
@@ -134,7 +139,7 @@ public final class CompositionSession {
                 lagged += 1
                 logger.debug("behind the clock: repeating the previous picture",
                              metadata: ["tick": "\(tick)", "late.ms": "\(late / 1000)", "lagged": "\(lagged)"])
-                for state in participants { source.subscriber(for: state.participantId)?.advanceVideo(to: stageMicro + compositor.frameLead) }
+                compositor.advanceVideo(participants: participants, source: source, stageTime: stageMicro)
             } else {
                 do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
                 compositor.compose(participants: participants, source: source, stageTime: stageMicro)

@@ -116,8 +116,8 @@ public final class ParticipantSubscriber {
         videoTooLarge = false
         // The display matrix gives counter-clockwise degrees; turn the other way.
         rotationTurns = ((Int((Double(-setup.info.rotationDegrees) / 90).rounded()) % 4) + 4) % 4
-        // Frame threads let decoding overlap the compositor and the encoder; the extra
-        // frame of decoder delay does not matter in a pull model.
+        // Frame threads (`videoThreads` > 1) let one decoder use several cores; the
+        // compositor decodes participants side by side instead (see VideoCompositor).
         var videoLimits = limits
         videoLimits.threads = limits.videoThreads
         videoDecoder = try Decoder(parameters: setup.parameters, stream: setup.info, limits: videoLimits)

@@ -5,6 +5,7 @@
 // changed is drawn: the background and camera-off tiles once per layout change, a video tile
 // when its participant has a new picture, and any tile drawn over one that was redrawn.
 
+import Dispatch
 public import FFmpeg
 public import Layout
 public import Logging
@@ -34,6 +35,12 @@ public final class VideoCompositor {
     /// is then within half a frame of its audio either way, where showing only frames already
     /// due made it 0 to 1 frame late (17 ms on average at 30 fps).
     public var frameLead: Int64 = 0
+    /// Decode the participants' video side by side (one decoder thread each) instead of one
+    /// after another: a decoder's own frame threads cost a context and frames per thread,
+    /// where participants give parallel work for free. Off: in turn on the calling thread.
+    public var parallelDecoding = true
+    /// The subscribers a tick brings to its time (kept: no allocation per tick).
+    private var advancing: [ParticipantSubscriber] = []
     private let logger: Logger
     /// A publisher whose media has ended shows its last frame this long, then camera-off.
     private let endedVideoGrace: Int64 = 500_000
@@ -49,17 +56,13 @@ public final class VideoCompositor {
 
     /// Draws the stage at `stageTime` (µs) into the canvas.
     public func compose(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
+        advanceVideo(participants: participants, source: source, stageTime: stageTime)
         layoutInput.removeAll(keepingCapacity: true)
         for state in participants where state.isPublished {
             let subscriber = source.subscriber(for: state.participantId)
-            subscriber?.advanceVideo(to: stageTime + frameLead)
             layoutInput.append(LayoutParticipant(
                 participantId: state.participantId, userId: state.userId, attributes: state.attributes,
                 arrivalIndex: state.arrivalIndex, video: videoState(of: state, subscriber: subscriber, at: stageTime)))
-        }
-        // Unpublished participants' media still advances so it stays on the stage clock.
-        for state in participants where !state.isPublished {
-            source.subscriber(for: state.participantId)?.advanceVideo(to: stageTime + frameLead)
         }
         if layoutInput != previousInput {
             tiles = layout.tiles(canvas: canvasSize, participants: layoutInput)
@@ -68,6 +71,25 @@ public final class VideoCompositor {
             invalidate()
         }
         draw(source: source)
+    }
+
+    /// Brings every participant's video to the frame this tick shows (unpublished ones too,
+    /// so their media stays on the stage clock), without drawing: the whole tick when it is
+    /// composed, alone when the clock is behind and the previous picture is repeated.
+    public func advanceVideo(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
+        let due = stageTime + frameLead
+        advancing.removeAll(keepingCapacity: true)
+        for state in participants {
+            if let subscriber = source.subscriber(for: state.participantId) { advancing.append(subscriber) }
+        }
+        guard parallelDecoding, advancing.count > 1 else {
+            for subscriber in advancing { subscriber.advanceVideo(to: due) }
+            return
+        }
+        advancing.withUnsafeBufferPointer { buffer in
+            let batch = DecodingBatch(subscribers: buffer)
+            DispatchQueue.concurrentPerform(iterations: buffer.count) { batch.subscribers[$0].advanceVideo(to: due) }
+        }
     }
 
     /// Forgets what the canvas shows: the next tick draws everything.
@@ -154,6 +176,13 @@ public final class VideoCompositor {
         let label = participant.map { $0.userId.isEmpty ? $0.participantId : $0.userId } ?? tile.participantId
         CameraOffTile.draw(into: frame, rect: tile.rect, label: label)
     }
+}
+
+/// One tick's subscribers, handed to the decoding threads: each iteration touches one
+/// subscriber only, and each subscriber owns its source and decoder, so nothing is shared;
+/// `concurrentPerform` returns when all are done, before the buffer goes away.
+private struct DecodingBatch: @unchecked Sendable {
+    let subscribers: UnsafeBufferPointer<ParticipantSubscriber>
 }
 
 /// What a tile of the canvas shows: a participant's picture (which one, where), or camera-off.

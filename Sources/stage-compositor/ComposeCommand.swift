@@ -53,8 +53,14 @@ struct ComposeCommand: ParsableCommand {
     @Option(help: "x264 preset.")
     var preset: String = "veryfast"
 
-    @Option(help: "Threads per video decoder (1: decode on the composition thread; default \(DecoderLimits().videoThreads)).")
+    @Option(help: "Frame threads per video decoder (default \(DecoderLimits().videoThreads); participants are decoded side by side).")
     var decoderThreads: Int?
+
+    @Option(help: "x264 threads (0: x264 chooses, 1.5 per core; default 1 up to 640x360, else 2).")
+    var encoderThreads: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Decode participants side by side (--no-parallel-decoding: in turn on the composition thread, for comparison).")
+    var parallelDecoding = true
 
     @Flag(inversion: .prefixedNo, help: "Keep unchanged tiles between frames (--no-tile-reuse: redraw every tile every frame; same output, for comparison).")
     var tileReuse = true
@@ -112,7 +118,9 @@ struct ComposeCommand: ParsableCommand {
                                                                     thumbnails: thumbnailPlan),
                 channel: channel,
                 preset: preset,
-                reuseUnchangedTiles: tileReuse)
+                reuseUnchangedTiles: tileReuse,
+                encoderThreads: encoderThreads,
+                parallelDecoding: parallelDecoding)
             let limit = duration.map { MediaTime.microseconds(Int64($0 * 1_000_000)) }
             let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger,
                                                channelEvents: { event in

@@ -29,6 +29,28 @@ import Testing
         #expect(inside == width * height)
     }
 
+    /// The crop picks the source's pixels, luma and chroma, enlarged (32 → 64), shrunk
+    /// (32 → 16) or both (32x32 → 64x16).
+    @Test(arguments: [(64, 64), (16, 16), (64, 16)])
+    func cropSelectsTheSourcePixels(width: Int, height: Int) throws {
+        let source = try Frame(yuv420Width: 64, height: 32)
+        source.fill(PixelRect(x: 0, y: 0, width: 32, height: 32), y: 50, u: 100, v: 100)
+        source.fill(PixelRect(x: 32, y: 0, width: 32, height: 32), y: 150, u: 160, v: 170)
+        let canvas = try Frame(yuv420Width: 128, height: 96)
+        paint(canvas, y: 200)
+        let destination = PixelRect(x: 10, y: 4, width: width, height: height)
+        try TileScaler().scale(source, crop: PixelRect(x: 32, y: 0, width: 32, height: 32), into: canvas, destination: destination)
+        var wrong: [String] = []
+        for row in stride(from: destination.y, to: destination.y + height, by: 1) {
+            for column in stride(from: destination.x, to: destination.x + width, by: 1) {
+                let p = canvas.yuv(atX: column, y: row)
+                if abs(Int(p.y) - 150) > 1 || abs(Int(p.u) - 160) > 1 || abs(Int(p.v) - 170) > 1 { wrong.append("(\(column),\(row)): \(p)") }
+            }
+        }
+        let wrongCount = wrong.count
+        #expect(wrongCount == 0, "pixels that are not the crop's: \(wrong.prefix(5))")
+    }
+
     @Test func rotationMovesPixelsClockwise() throws {
         // 4x2 luma:  0 1 2 3 / 4 5 6 7  →  90° clockwise (2x4):  4 0 / 5 1 / 6 2 / 7 3
         let source = try Frame(yuv420Width: 4, height: 2)

@@ -78,6 +78,15 @@ struct EncoderSpecTests {
         #expect(try EncoderSpec.parse("1280x720@59.94:1M").framesPerSegment(seconds: 10) == 599)
     }
 
+    @Test("x264 threads follow the canvas: one up to 640x360, two above")
+    func encoderThreads() throws {
+        #expect(try EncoderSpec.parse("640x360@30:1M").defaultEncoderThreads == 1)
+        #expect(try EncoderSpec.parse("360x640@30:1M").defaultEncoderThreads == 1)
+        #expect(try EncoderSpec.parse("642x360@30:1M").defaultEncoderThreads == 2)
+        #expect(try EncoderSpec.parse("1280x720@30:1M").defaultEncoderThreads == 2)
+        #expect(try EncoderSpec.parse("1920x1080@60:8M").defaultEncoderThreads == 2)
+    }
+
     @Test("errors read well")
     func messages() {
         #expect(EncoderSpec.ParseError.invalid(field: "width", message: "1281 must be even").description == "width: 1281 must be even")
