@@ -1,44 +1,48 @@
 #!/usr/bin/env bash
-# Builds scaler_bench.c, runs it on two sources (testsrc2: sharp synthetic edges and text;
-# mandelbrot: fine detail and smooth gradients), and prints each method's SSIM (Y, U, V and
-# all) against a reference scale of the same crop: swscale's Lanczos with accurate rounding
-# and full chroma interpolation (ffmpeg's scale filter), the closest thing to an exact scale.
-# Needs libyuv-dev (not installed by scripts/install-deps.sh: the product does not use
-# libyuv, see TileScaler), libswscale-dev and the ffmpeg CLI.
-# Usage: benchmarks/scaler/run.sh
+# Builds scaler_bench.c (swscale against libyuv for TileScaler: speed, SSIM against a
+# double-precision Lanczos-3 reference, writes outside the tile; see the header of the C
+# file), makes the source pictures with the ffmpeg CLI and runs it:
+#   - speed on testsrc2, twice: a cold source (cycling through 120 frames, 166 MB of 720p,
+#     more than the caches) and a hot one (-f 1: one picture, in cache);
+#   - quality on testsrc2 (sharp synthetic edges, text), mandelbrot (fine detail, smooth
+#     gradients) and a photograph (a forest, natural texture) when one is found: PHOTO=path
+#     to any image at least 1280 wide, or Debian's plasma-workspace-wallpapers "Path"
+#     (apt-get install plasma-workspace-wallpapers), cropped to 16:9 and panned over 8 frames.
+# Needs gcc, pkg-config, libyuv-dev, libswscale-dev, libavutil-dev and the ffmpeg CLI
+# (libyuv is not in scripts/install-deps.sh: the product does not use it, see TileScaler).
+# Usage: benchmarks/scaler/run.sh [extra scaler_bench options, e.g. -t 3 -r 7 or -c b-360]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -Wall -Wextra -Werror -o "$work/scaler_bench" "$here/scaler_bench.c" \
-  $(pkg-config --cflags --libs libswscale libavutil) -lyuv
+  $(pkg-config --cflags --libs libswscale libavutil) -lyuv -lm
 ff=(ffmpeg -hide_banner -loglevel error -nostdin -y)
-# case: crop (w:h:x:y of the source) and tile size, as in scaler_bench.c
-declare -A crop=([a-720-to-636x356]="1280:716:0:0" [b-360-to-476x356]="482:360:80:0"
-                 [pip-720-to-320x180]="1280:720:0:0" [up-360-to-1280x720]="640:360:0:0"
-                 [up-360-to-956x536]="640:358:0:0")
-declare -A tile=([a-720-to-636x356]="636x356" [b-360-to-476x356]="476x356"
-                 [pip-720-to-320x180]="320x180" [up-360-to-1280x720]="1280x720"
-                 [up-360-to-956x536]="956x536")
-for source in testsrc2 mandelbrot; do
-  echo "== source: $source"
-  mkdir -p "$work/$source"
-  for size in 1280x720 640x360; do
-    "${ff[@]}" -f lavfi -i "$source=size=$size:rate=30" -frames:v 1 -ss 0 -pix_fmt yuv420p -f rawvideo "$work/$source/src-$size.yuv"
-  done
-  "$work/scaler_bench" "$work/$source/src-1280x720.yuv" "$work/$source/src-640x360.yuv" "$work/$source"
-  for name in "${!crop[@]}"; do
-    src=$work/$source/src-1280x720.yuv; srcsize=1280x720
-    [[ $name == b-* || $name == up-* ]] && { src=$work/$source/src-640x360.yuv; srcsize=640x360; }
-    w=${tile[$name]%x*}; h=${tile[$name]#*x}
-    "${ff[@]}" -f rawvideo -pix_fmt yuv420p -s "$srcsize" -i "$src" \
-      -vf "crop=${crop[$name]}:exact=1,scale=$w:$h:flags=lanczos+accurate_rnd+full_chroma_int" \
-      -f rawvideo -pix_fmt yuv420p "$work/$source/$name-reference.yuv"
-    for method in swscale-bilinear libyuv-bilinear libyuv-box; do
-      ssim=$("${ff[@]}" -loglevel info -f rawvideo -pix_fmt yuv420p -s "${tile[$name]}" -i "$work/$source/$name-$method.yuv" \
-               -f rawvideo -pix_fmt yuv420p -s "${tile[$name]}" -i "$work/$source/$name-reference.yuv" \
-               -lavfi ssim -f null - 2>&1 | grep -o 'SSIM Y:.*' || true)
-      printf '  %-20s %-18s %s\n' "$name" "$method" "$ssim"
-    done
-  done
+sources=(testsrc2 mandelbrot)
+for size in 1280x720 640x360; do
+  "${ff[@]}" -f lavfi -i "testsrc2=size=$size:rate=30" -frames:v 120 -pix_fmt yuv420p -f rawvideo "$work/testsrc2-$size.yuv"
+  "${ff[@]}" -f lavfi -i "mandelbrot=size=$size:rate=30" -frames:v 8 -pix_fmt yuv420p -f rawvideo "$work/mandelbrot-$size.yuv"
 done
+photo=${PHOTO:-/usr/share/wallpapers/Path/contents/images/2560x1600.jpg}
+if [[ -f $photo ]]; then
+  for size in 1280x720 640x360; do
+    "${ff[@]}" -loop 1 -i "$photo" \
+      -vf "crop=iw:iw*9/16:0:'min(n*8,ih-iw*9/16)',scale=${size/x/:}:flags=lanczos+accurate_rnd+full_chroma_int,format=yuv420p" \
+      -frames:v 8 -f rawvideo "$work/photo-$size.yuv"
+  done
+  sources+=(photo)
+else
+  echo "(no photograph: set PHOTO=image or install plasma-workspace-wallpapers)"
+fi
+echo "machine: $(nproc) cores, $(uptime)"
+echo "### speed, cold source"
+"$work/scaler_bench" -g "$@" "$work/testsrc2-1280x720.yuv" "$work/testsrc2-640x360.yuv"
+echo "### speed, hot source"
+"$work/scaler_bench" -g -f 1 "$@" "$work/testsrc2-1280x720.yuv" "$work/testsrc2-640x360.yuv"
+for source in "${sources[@]}"; do
+  echo "### quality: $source"
+  "$work/scaler_bench" -n -g -q 8 "$@" "$work/$source-1280x720.yuv" "$work/$source-640x360.yuv"
+done
+echo "### writes outside the tile"
+"$work/scaler_bench" -n -c none "$work/testsrc2-1280x720.yuv" "$work/testsrc2-640x360.yuv" | sed -n '/overrun sweep/,$p'
+echo "done: $(uptime)"
