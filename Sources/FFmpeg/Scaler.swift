@@ -66,7 +66,6 @@ extension Frame {
 /// which the grid's 2-pixel gap never makes: for the grid's real 1280x719 → 638x358 tile it
 /// is 1.1x as fast with SSIM-Y 0.932 against 0.977 on a photograph, 640x359 → 478x268 is a
 /// tie, and a 1.5x upscale (360p on a 1080p 2x2 grid) is slower and worse.
-
 public final class TileScaler {
     private var context: OpaquePointer?
     /// Bilinear: the quality/speed point ffmpeg's own scale filter users pick for live mixes.

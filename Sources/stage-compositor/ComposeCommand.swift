@@ -87,6 +87,9 @@ struct ComposeCommand: ParsableCommand {
                 guard (1...16).contains(decoderThreads) else { throw CLIFailure("--decoder-threads: \(decoderThreads) is outside 1...16") }
                 limits.videoThreads = decoderThreads
             }
+            if let encoderThreads, !(0...16).contains(encoderThreads) {
+                throw CLIFailure("--encoder-threads: \(encoderThreads) is outside 0...16")
+            }
             let source = try RecordedStageSource(stage: recordedStage, limits: limits, logger: logger)
 
             guard record || rtmp != nil else { throw CLIFailure("--no-record needs --rtmp: there would be no output") }

@@ -174,4 +174,12 @@ struct CLIErrorTests {
         let run = try await runCompose(["--stage", Paths.fixture("two-people"), "--segment-duration", "1"])
         expectCleanFailure(run, mentions: ["--segment-duration"])
     }
+
+    @Test("thread counts out of range name the option", arguments: [
+        ("--encoder-threads", "-1"), ("--encoder-threads", "17"), ("--decoder-threads", "0"), ("--decoder-threads", "17"),
+    ])
+    func badThreadCounts(option: String, value: String) async throws {
+        let run = try await runCompose(["--stage", Paths.fixture("two-people"), "\(option)=\(value)"])
+        expectCleanFailure(run, mentions: [option, value])
+    }
 }

@@ -69,23 +69,10 @@ struct FrameSelectionTests {
                                          keyframeInterval: 30, preset: "ultrafast")
         let layout = GridLayout(configuration: GridConfiguration(gridGap: 0))
         let settings = CompositionSettings(video: video, layout: layout, duration: .seconds(1))
-        let probe = CentreLuma()
+        let probe = CanvasSampler { $0.yuv(atX: $0.width / 2, y: $0.height / 2).y }
         let session = try CompositionSession(source: source, settings: settings, sinks: [probe], logger: logger)
         var pacer = AsFastAsPossiblePacer()
         _ = try session.run(pacer: &pacer)
         return probe.values.map { Int((Double($0) / 8).rounded()) }
-    }
-}
-
-/// The canvas's luma at its centre, per composed tick.
-private final class CentreLuma: PacketSink, @unchecked Sendable {
-    let name = "centre luma"
-    private(set) var values: [UInt8] = []
-
-    func start(video: Encoder, audio: Encoder) throws(PipelineError) {}
-    func write(_ packet: Packet, media: MediaType) throws(PipelineError) {}
-    func finish(failure: String?) throws(PipelineError) {}
-    func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {
-        values.append(canvas.yuv(atX: canvas.width / 2, y: canvas.height / 2).y)
     }
 }

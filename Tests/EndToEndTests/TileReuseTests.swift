@@ -78,7 +78,7 @@ struct TileReuseTests {
                                          keyframeInterval: 60, preset: "ultrafast")
         let settings = CompositionSettings(video: video, layout: layout.makeEngine(), duration: .seconds(6),
                                            reuseUnchangedTiles: reuse)
-        let digest = CanvasDigest()
+        let digest = CanvasSampler(CanvasDigest.of)
         let session = try CompositionSession(source: source, settings: settings, sinks: [digest], logger: logger)
         var pacer = AsFastAsPossiblePacer()
         let result = try session.run(pacer: &pacer)
@@ -86,16 +86,11 @@ struct TileReuseTests {
     }
 }
 
-/// Hashes every pixel of each composed canvas (Y, U and V planes, visible area only).
-final class CanvasDigest: PacketSink, @unchecked Sendable {
+/// A hash of every pixel of a composed canvas (Y, U and V planes, visible area only).
+enum CanvasDigest {
     typealias Value = UInt64
-    let name = "digest"
-    private(set) var values: [Value] = []
 
-    func start(video: Encoder, audio: Encoder) throws(PipelineError) {}
-    func write(_ packet: Packet, media: MediaType) throws(PipelineError) {}
-    func finish(failure: String?) throws(PipelineError) {}
-    func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {
+    static func of(_ canvas: Frame) -> Value {
         let planes = canvas.yuvPlanes
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func add(_ base: UnsafeMutablePointer<UInt8>, stride: Int, width: Int, height: Int) {
@@ -109,6 +104,6 @@ final class CanvasDigest: PacketSink, @unchecked Sendable {
         add(planes.y, stride: planes.yStride, width: planes.width, height: planes.height)
         add(planes.u, stride: planes.uStride, width: planes.width / 2, height: planes.height / 2)
         add(planes.v, stride: planes.vStride, width: planes.width / 2, height: planes.height / 2)
-        values.append(hash)
+        return hash
     }
 }
