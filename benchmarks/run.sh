@@ -7,7 +7,8 @@
 # the SSIM of both composites against an uncompressed reference (NO_SSIM=1 skips it).
 # --repeat N runs ours and ffmpeg alternately N times and reports the medians (CPU time on
 # a shared VM varies by +-20 % from run to run; alternating spreads that over both).
-# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all] [--repeat N] [--long MINUTES]
+# --scenario hidden compares ours with and without decoding stopped participants' video.
+# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all|hidden] [--repeat N] [--long MINUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -100,6 +101,17 @@ ssim_against_reference() { # playlist stage crop cols rows tile_w tile_h gap out
     sed -n 's/.*SSIM .* All:\([0-9.]*\).*/\1/p' | tail -1
 }
 
+# Reports the medians of first_runs and second_runs, labelled $1 and $2, and the CPU ratio;
+# leaves the first's user and sys CPU seconds in u and s.
+report_pair() { # first_label second_label ratio_label
+  local e m fe fu fs fm
+  read -r e u s m < <(median_run "$duration" "${first_runs[@]}")
+  report "$1" "$duration" "$e" "$u" "$s" "$m"
+  read -r fe fu fs fm < <(median_run "$duration" "${second_runs[@]}")
+  report "$2" "$duration" "$fe" "$fu" "$fs" "$fm"
+  awk -v a="$u" -v b="$s" -v c="$fu" -v d="$fs" -v l="$3" 'BEGIN { printf "  CPU ratio (%s): %.2f\n", l, (a + b) / (c + d) }'
+}
+
 report() { # label duration elapsed user sys rss
   awk -v l="$1" -v d="$2" -v e="$3" -v u="$4" -v s="$5" -v m="$6" 'BEGIN {
     printf "  %-16s real-time factor %6.2fx   CPU %6.3f s per output s   wall %6.2f s   peak RSS %5.0f MiB\n", l, d / e, (u + s) / d, e, m / 1024 }'
@@ -120,18 +132,14 @@ run_scenario() { # label participants in_size encoder crop cols rows tile_w tile
   stage=$(make_inputs "$label" "$2" "$3")
   echo "scenario $label: $2 x $3@30 -> $4, ${duration} s"
   ffmpeg_cmd "$stage" "${geometry[@]}" "${12}" "$work/ffmpeg-$label"
-  local ours_runs=() ffmpeg_runs=()
+  first_runs=() second_runs=()
   for ((r = 0; r < repeat; r++)); do
     rm -rf "$work/out-$label" "$work/ffmpeg-$label"
     mkdir -p "$work/ffmpeg-$label"
-    ours_runs+=("$(measure "$bin" compose --stage "$stage" --encoder "$4" --out "$work/out-$label" --pace fast "${compose_args[@]}")")
-    ffmpeg_runs+=("$(measure "${FFMPEG_ARGS[@]}")")
+    first_runs+=("$(measure "$bin" compose --stage "$stage" --encoder "$4" --out "$work/out-$label" --pace fast "${compose_args[@]}")")
+    second_runs+=("$(measure "${FFMPEG_ARGS[@]}")")
   done
-  read -r e u s m < <(median_run "$duration" "${ours_runs[@]}")
-  report "stage-compositor" "$duration" "$e" "$u" "$s" "$m"
-  read -r fe fu fs fm < <(median_run "$duration" "${ffmpeg_runs[@]}")
-  report "ffmpeg" "$duration" "$fe" "$fu" "$fs" "$fm"
-  awk -v a="$u" -v b="$s" -v c="$fu" -v d="$fs" 'BEGIN { printf "  CPU ratio (ours / ffmpeg): %.2f\n", (a + b) / (c + d) }'
+  report_pair "stage-compositor" "ffmpeg" "ours / ffmpeg"
   if [[ -z ${NO_SSIM:-} ]]; then
     local ours
     ours=$(find "$work/out-$label" -name playlist.m3u8 | head -1)
@@ -144,6 +152,38 @@ if [[ $scenario == a || $scenario == all ]]; then
 fi
 if [[ $scenario == b || $scenario == all ]]; then
   run_scenario b 12 640x360 1920x1080@30:6000000 crop=640:359:0:0:exact=1 4 3 478 268 1920 1080 6000000
+fi
+if [[ $scenario == hidden ]]; then
+  # Hidden participants: scenario (a)'s inputs, with p1's video stopped for the middle two
+  # thirds and p3's for the middle third. Ours as it is against ours decoding hidden video too
+  # (--decode-hidden-video); ffmpeg's filter graph has no notion of stopped video.
+  a_stage=$(make_inputs a 4 1280x720)
+  stage=$inputs/hidden-$duration
+  mkdir -p "$stage"
+  for f in "$a_stage"/p*.mp4; do ln -sf "$(realpath "$f")" "$stage/"; done
+  ms=$((duration * 1000))
+  python3 - "$a_stage/manifest.json" "$stage/manifest.json" "$ms" <<'PY'
+import json, sys
+manifest = json.load(open(sys.argv[1]))
+ms = int(sys.argv[3])
+manifest["stageArn"] = manifest["stageArn"].rsplit("/", 1)[0] + "/hidden"
+stops = {"p1": (ms // 6, 5 * ms // 6), "p3": (ms // 3, 2 * ms // 3)}
+for participant in manifest["participants"]:
+    if participant["participantId"] in stops:
+        stop, start = stops[participant["participantId"]]
+        participant["timeline"] += [{"atMs": stop, "event": "videoStopped"}, {"atMs": start, "event": "videoStarted"}]
+json.dump(manifest, open(sys.argv[2], "w"), indent=2)
+PY
+  echo "scenario hidden: 4 x 1280x720@30 -> 1280x720@30, ${duration} s, p1's video stopped 2/3 of the time, p3's 1/3"
+  compose=("$bin" compose --stage "$stage" --encoder 1280x720@30:2500000 --out "$work/out-hidden" --pace fast "${compose_args[@]}")
+  first_runs=() second_runs=()
+  for ((r = 0; r < repeat; r++)); do
+    rm -rf "$work/out-hidden"
+    first_runs+=("$(measure "${compose[@]}")")
+    rm -rf "$work/out-hidden"
+    second_runs+=("$(measure "${compose[@]}" --decode-hidden-video)")
+  done
+  report_pair "hidden skipped" "hidden decoded" "skipped / decoded"
 fi
 if [[ -n $long ]]; then
   # Steady memory: RSS at 1 minute and at $long minutes of output, same composition.

@@ -65,13 +65,16 @@ public struct CompositionPlan: Sendable {
     public var encoderThreads: Int
     /// Decode participants side by side (see `CompositionSettings`).
     public var parallelDecoding: Bool
+    /// Decode hidden participants' video too (for comparisons; see `CompositionSettings`).
+    public var decodeHiddenVideo: Bool
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
                 recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
                 lowLatency: Bool = false, reuseUnchangedTiles: Bool = true, encoderThreads: Int? = nil,
-                parallelDecoding: Bool = true) {
+                parallelDecoding: Bool = true, decodeHiddenVideo: Bool = false) {
         self.encoderThreads = encoderThreads ?? encoder.defaultEncoderThreads
         self.parallelDecoding = parallelDecoding
+        self.decodeHiddenVideo = decodeHiddenVideo
         self.lowLatency = lowLatency
         self.reuseUnchangedTiles = reuseUnchangedTiles
         self.compositionId = compositionId
@@ -143,7 +146,8 @@ public final class CompositionRunner {
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
                                            layout: plan.layout.makeEngine(), duration: duration,
                                            reuseUnchangedTiles: plan.reuseUnchangedTiles,
-                                           parallelDecoding: plan.parallelDecoding)
+                                           parallelDecoding: plan.parallelDecoding,
+                                           decodeHiddenVideo: plan.decodeHiddenVideo)
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

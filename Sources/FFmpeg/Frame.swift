@@ -91,6 +91,11 @@ public final class Packet {
         set { pointer.pointee.flags = newValue ? pointer.pointee.flags | AV_PKT_FLAG_KEY : pointer.pointee.flags & ~AV_PKT_FLAG_KEY }
     }
     public var hasPTS: Bool { pointer.pointee.pts != AVCodes.noPTS }
+    /// The presentation timestamp, else the decoding one; nil when the packet has neither.
+    public var timestamp: Int64? {
+        if pointer.pointee.pts != AVCodes.noPTS { return pointer.pointee.pts }
+        return pointer.pointee.dts == AVCodes.noPTS ? nil : pointer.pointee.dts
+    }
 
     public func unref() { av_packet_unref(pointer) }
 

@@ -22,11 +22,15 @@ public struct CompositionSettings {
     public var reuseUnchangedTiles: Bool
     /// Decode participants side by side (off: in turn; for comparisons).
     public var parallelDecoding: Bool
+    /// Decode the video of participants who are not shown too (for comparisons; see
+    /// `VideoCompositor.decodeHiddenVideo`).
+    public var decodeHiddenVideo: Bool
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
                 layout: any LayoutEngine, duration: MediaTime? = nil, reuseUnchangedTiles: Bool = true,
-                parallelDecoding: Bool = true) {
+                parallelDecoding: Bool = true, decodeHiddenVideo: Bool = false) {
         self.parallelDecoding = parallelDecoding
+        self.decodeHiddenVideo = decodeHiddenVideo
         self.video = video
         self.audio = audio
         self.layout = layout
@@ -95,6 +99,7 @@ public final class CompositionSession {
             compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
             compositor.reuseUnchangedTiles = settings.reuseUnchangedTiles
             compositor.parallelDecoding = settings.parallelDecoding
+            compositor.decodeHiddenVideo = settings.decodeHiddenVideo
             compositor.frameLead = settings.video.frameRate.inverted.rescale(1, to: MediaTime.microseconds) / 2
             mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
                                encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)

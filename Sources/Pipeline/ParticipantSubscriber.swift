@@ -46,6 +46,22 @@ public final class ParticipantSubscriber {
     private var videoDrained = false
     private var videoDecoderEnded = false
     private let frameStep: Int64
+    /// Video frames the decoder produced (hidden video is not decoded; see `setVideoShown`).
+    public private(set) var decodedVideoFrames: Int64 = 0
+
+    // Hidden video: read on the stage clock, not decoded (see `setVideoShown`).
+    public private(set) var isVideoShown = true
+    /// Stage time of the latest video packet read while hidden.
+    private var hiddenVideoTime: Int64?
+    /// Maps the packets read while hidden (the decoder maps frames only when it decodes
+    /// them): at a restart the video mapper takes its state, so the frames decoded from the
+    /// keyframe on continue from the packets dropped before it.
+    private var hiddenMapper: TimestampMapper?
+    /// Packets the decoder never saw were dropped: it restarts at the keyframe heading the queue.
+    private var videoRestart = false
+    /// Hidden video ran longer than the queue holds without a keyframe: video packets are
+    /// dropped until one arrives, and the picture returns with it.
+    private var awaitingKeyframe = false
 
     // Audio.
     public let audio: AudioRing
@@ -170,9 +186,40 @@ public final class ParticipantSubscriber {
 
     // MARK: Video
 
+    /// Whether the compositor shows this participant's picture. Hidden video (stopped, or not
+    /// published) is not decoded: its packets are still read on the stage clock, and only
+    /// those since the latest keyframe are kept. Shown again, it decodes from that keyframe
+    /// up to the tick at once (at most one keyframe interval), so the picture returns on the
+    /// tick it is asked for, as it would have been had it been decoded all along. A keyframe
+    /// interval longer than the queue holds (300 packets) is dropped instead, and the picture
+    /// returns at the next keyframe (camera-off until then). A live publisher's stopped video
+    /// sends nothing, so nothing is dropped: its decoder goes on where it was.
+    public func setVideoShown(_ shown: Bool) {
+        guard shown != isVideoShown else { return }
+        isVideoShown = shown
+        hiddenVideoTime = nil
+        if !shown, hiddenMapper == nil { hiddenMapper = videoMapper }
+        if shown, !awaitingKeyframe { hiddenMapper = nil }
+        if shown, videoRestart || awaitingKeyframe {
+            // Whatever `current` holds is from before the gap.
+            currentTime = nil
+            pendingTime = nil
+        }
+    }
+
     /// Makes `current` the latest frame whose stage time is ≤ `stageTime` (µs).
     public func advanceVideo(to stageTime: Int64) {
-        guard videoDecoder != nil else { return }
+        guard let decoder = videoDecoder else { return }
+        if !isVideoShown || awaitingKeyframe {
+            readHiddenVideo(to: stageTime)
+            guard isVideoShown, !awaitingKeyframe else { return }
+        }
+        if videoRestart {
+            videoRestart = false
+            decoder.flush()
+            videoDrained = false
+            videoDecoderEnded = false
+        }
         while true {
             if let due = pendingTime {
                 // The first picture often starts a few ms after the audio (containers shift
@@ -200,6 +247,7 @@ public final class ParticipantSubscriber {
             }
             switch result {
             case .frame:
+                decodedVideoFrames += 1
                 if rotationTurns != 0, decoded.isYUV420P {
                     do {
                         try decoded.rotated(clockwiseQuarterTurns: rotationTurns, into: pending)
@@ -387,7 +435,31 @@ public final class ParticipantSubscriber {
         case .streamChanged(let type):
             streamChanged(type)
         case .packet(.video):
-            guard videoDecoder != nil else { break }
+            guard let videoDecoder else { break }
+            if awaitingKeyframe {
+                guard readPacket.isKeyframe else {
+                    noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: false)
+                    readPacket.unref()
+                    break
+                }
+                awaitingKeyframe = false
+                if isVideoShown {
+                    noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: true)
+                    hiddenMapper = nil
+                }
+            }
+            if !isVideoShown {
+                // Decoding can start at a keyframe: what came before is not needed any more.
+                noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: readPacket.isKeyframe)
+                if readPacket.isKeyframe {
+                    dropQueuedVideo()
+                } else if videoPackets.count + 1 >= ParticipantSubscriber.maxQueuedVideoPackets {
+                    dropQueuedVideo()
+                    awaitingKeyframe = true
+                    readPacket.unref()
+                    break
+                }
+            }
             let packet = videoPacketPool.popLast() ?? Packet()
             readPacket.move(into: packet)
             if let extradata = pendingVideoExtradata {
@@ -406,6 +478,40 @@ public final class ParticipantSubscriber {
             break
         }
         return true
+    }
+
+    /// Hidden video, or video waiting for a keyframe: reads (audio is decoded as usual, video
+    /// only queued or dropped) until the video reaches `stageTime`, so that it is on the stage
+    /// clock when shown again. Bounded per call, in case timestamps jump.
+    private func readHiddenVideo(to stageTime: Int64) {
+        var reads = 0
+        while !isVideoShown || awaitingKeyframe, hiddenVideoTime.map({ $0 < stageTime }) ?? true,
+              reads < 2 * ParticipantSubscriber.maxQueuedVideoPackets {
+            guard readOne() else { return }
+            reads += 1
+        }
+    }
+
+    /// Maps a packet read while hidden onto the stage clock. At a `restart` (a keyframe that
+    /// decoding will start from), the video mapper continues from the packets before it, as
+    /// if their frames had been decoded: a gap longer than `maxForwardGap` would otherwise
+    /// look like a jump, and the frames since an earlier keyframe like one backwards.
+    private func noteHiddenVideo(_ packet: Packet, timeBase: Rational, restart: Bool) {
+        guard let raw = packet.timestamp else { return }
+        let micro = timeBase.rescale(raw, to: MediaTime.microseconds)
+        var mapper = hiddenMapper ?? videoMapper
+        if restart { videoMapper = mapper }
+        hiddenVideoTime = mapper.map(micro, nominalStep: frameStep)
+        hiddenMapper = mapper
+    }
+
+    /// Drops the queued video packets and the frame decoded ahead: decoding restarts at the
+    /// next keyframe queued.
+    private func dropQueuedVideo() {
+        for packet in videoPackets { recycle(packet) }
+        videoPackets.removeAll(keepingCapacity: true)
+        pendingTime = nil
+        videoRestart = true
     }
 
     private func finishMedia() {

@@ -39,6 +39,10 @@ public final class VideoCompositor {
     /// after another: a decoder's own frame threads cost a context and frames per thread,
     /// where participants give parallel work for free. Off: in turn on the calling thread.
     public var parallelDecoding = true
+    /// Decode every participant's video, shown or not (for comparisons). Off: the video of a
+    /// participant who is not shown (stopped, not published) is read on the stage clock but
+    /// not decoded, and decoding resumes from its latest keyframe when it is shown again.
+    public var decodeHiddenVideo = false
     /// The subscribers a tick brings to its time (kept: no allocation per tick).
     private var advancing: [ParticipantSubscriber] = []
     private let logger: Logger
@@ -74,13 +78,16 @@ public final class VideoCompositor {
     }
 
     /// Brings every participant's video to the frame this tick shows (unpublished ones too,
-    /// so their media stays on the stage clock), without drawing: the whole tick when it is
-    /// composed, alone when the clock is behind and the previous picture is repeated.
+    /// so their media stays on the stage clock, but only shown ones are decoded), without
+    /// drawing: the whole tick when it is composed, alone when the clock is behind and the
+    /// previous picture is repeated.
     public func advanceVideo(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
         let due = stageTime + frameLead
         advancing.removeAll(keepingCapacity: true)
         for state in participants {
-            if let subscriber = source.subscriber(for: state.participantId) { advancing.append(subscriber) }
+            guard let subscriber = source.subscriber(for: state.participantId) else { continue }
+            subscriber.setVideoShown(decodeHiddenVideo || (state.isPublished && !state.isVideoStopped))
+            advancing.append(subscriber)
         }
         guard parallelDecoding, advancing.count > 1 else {
             for subscriber in advancing { subscriber.advanceVideo(to: due) }

@@ -62,6 +62,9 @@ struct ComposeCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Decode participants side by side (--no-parallel-decoding: in turn on the composition thread, for comparison).")
     var parallelDecoding = true
 
+    @Flag(help: "Decode the video of participants who are not shown (stopped, not published) too; for comparison.")
+    var decodeHiddenVideo = false
+
     @Flag(inversion: .prefixedNo, help: "Keep unchanged tiles between frames (--no-tile-reuse: redraw every tile every frame; same output, for comparison).")
     var tileReuse = true
 
@@ -123,7 +126,8 @@ struct ComposeCommand: ParsableCommand {
                 preset: preset,
                 reuseUnchangedTiles: tileReuse,
                 encoderThreads: encoderThreads,
-                parallelDecoding: parallelDecoding)
+                parallelDecoding: parallelDecoding,
+                decodeHiddenVideo: decodeHiddenVideo)
             let limit = duration.map { MediaTime.microseconds(Int64($0 * 1_000_000)) }
             let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger,
                                                channelEvents: { event in

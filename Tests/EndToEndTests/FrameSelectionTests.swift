@@ -23,41 +23,15 @@ struct FrameSelectionTests {
         (23, -1),
     ])
     func nearestFrame(delayMs: Int, expectedLag: Int) async throws {
-        let media = try await Self.numberedFrames()
-        let manifest = """
-        {
-          "stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/frame-selection",
-          "durationMs": 1000,
-          "participants": [
-            { "participantId": "numbers", "userId": "numbers", "attributes": {}, "media": "numbers.mp4",
-              "mediaOffsetMs": \(delayMs), "timeline": [{ "atMs": 0, "event": "publish" }] }
-          ]
-        }
-        """
-        let directory = try Paths.makeScratch("frame-selection")
-        try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("numbers.mp4").path, withDestinationPath: media)
-        try Data(manifest.utf8).write(to: directory.appendingPathComponent("manifest.json"))
-        let shown = try await onThread { try Self.frameIndexPerTick(stage: directory.path) }
+        let media = try await numberedFrames(name: "numbered-frames", seconds: 2, luma: "8*mod(N,30)", keyframeInterval: 30)
+        let directory = try makeNumberedStage(named: "frame-selection", media: media, durationMs: 1000, mediaOffsetMs: delayMs)
+        let shown = try await onThread { try Self.frameIndexPerTick(stage: directory) }
 
         #expect(shown.count == 30)
         // Tick 0 shows the first picture at once (it is due within a frame).
         #expect(shown.first == 0, "tick 0 showed frame \(String(describing: shown.first))")
         let wrong = (1..<shown.count).filter { shown[$0] != $0 + expectedLag }
         #expect(wrong.isEmpty, "frames \(delayMs) ms after the ticks: tick n must show frame n\(expectedLag == 0 ? "" : "\(expectedLag)"); shown \(shown)")
-    }
-
-    /// 2 s of 160x90 at 30 fps, frame k with luma 8·(k mod 30), losslessly coded.
-    static func numberedFrames() async throws -> String {
-        let path = Paths.scratch.appendingPathComponent("numbered-frames.mp4").path
-        if FileManager.default.fileExists(atPath: path) { return path }
-        let partial = path + ".partial.mp4"
-        _ = try await runChecked(Paths.ffmpeg, [
-            "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
-            "-f", "lavfi", "-i", "color=c=black:s=160x90:r=30:d=2,format=yuv420p,geq=lum='8*mod(N,30)':cb=128:cr=128",
-            "-c:v", "libx264", "-qp", "0", "-preset", "ultrafast", "-bf", "0", "-g", "30", partial,
-        ])
-        try FileManager.default.moveItem(atPath: partial, toPath: path)
-        return path
     }
 
     /// Composes 1 s onto a 160x90 canvas filled by the one tile; the frame index each tick shows.

@@ -95,3 +95,40 @@ func makeStage(named name: String, manifest: String, linkingMediaFrom fixture: S
     try Data(manifest.utf8).write(to: directory.appendingPathComponent("manifest.json"))
     return directory.path
 }
+
+/// A stage folder with one participant, "numbers", whose media is `media` (linked in as
+/// numbers.mp4), published at 0 with `events` after it (JSON objects, as the manifest has them).
+func makeNumberedStage(named name: String, media: String, durationMs: Int, mediaOffsetMs: Int = 0,
+                       events: [String] = []) throws -> String {
+    let timeline = ([#"{ "atMs": 0, "event": "publish" }"#] + events).joined(separator: ", ")
+    let manifest = """
+    {
+      "stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/\(name)",
+      "durationMs": \(durationMs),
+      "participants": [
+        { "participantId": "numbers", "userId": "numbers", "attributes": {}, "media": "numbers.mp4",
+          "mediaOffsetMs": \(mediaOffsetMs), "timeline": [\(timeline)] }
+      ]
+    }
+    """
+    let directory = try Paths.makeScratch(name)
+    try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("numbers.mp4").path, withDestinationPath: media)
+    try Data(manifest.utf8).write(to: directory.appendingPathComponent("manifest.json"))
+    return directory.path
+}
+
+/// Video-only 160x90 at 30 fps whose frame k has luma `luma` (a geq expression of N, the frame
+/// index), losslessly coded with a keyframe every `keyframeInterval` frames; made once.
+func numberedFrames(name: String, seconds: Int, luma: String, keyframeInterval: Int) async throws -> String {
+    let path = Paths.scratch.appendingPathComponent("\(name).mp4").path
+    if FileManager.default.fileExists(atPath: path) { return path }
+    let partial = path + ".partial.mp4"
+    _ = try await runChecked(Paths.ffmpeg, [
+        "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
+        "-f", "lavfi", "-i", "color=c=black:s=160x90:r=30:d=\(seconds),format=yuv420p,geq=lum='\(luma)':cb=128:cr=128",
+        "-c:v", "libx264", "-qp", "0", "-preset", "ultrafast", "-bf", "0",
+        "-g", "\(keyframeInterval)", "-keyint_min", "\(keyframeInterval)", "-sc_threshold", "0", partial,
+    ])
+    try FileManager.default.moveItem(atPath: partial, toPath: path)
+    return path
+}
