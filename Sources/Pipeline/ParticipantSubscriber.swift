@@ -62,6 +62,10 @@ public final class ParticipantSubscriber {
     /// Hidden video ran longer than the queue holds without a keyframe: video packets are
     /// dropped until one arrives, and the picture returns with it.
     private var awaitingKeyframe = false
+    /// Packets dropped while shown and waiting for a keyframe: after as many as the queue
+    /// holds, the container's keyframe flags are not trusted any more (the decoder finds its
+    /// own keyframes in the bitstream).
+    private var droppedAwaitingKeyframe = 0
 
     // Audio.
     public let audio: AudioRing
@@ -192,7 +196,8 @@ public final class ParticipantSubscriber {
     /// up to the tick at once (at most one keyframe interval), so the picture returns on the
     /// tick it is asked for, as it would have been had it been decoded all along. A keyframe
     /// interval longer than the queue holds (300 packets) is dropped instead, and the picture
-    /// returns at the next keyframe (camera-off until then). A live publisher's stopped video
+    /// returns at the next keyframe (camera-off until then; if no packet is flagged as one
+    /// within another 300, the decoder is fed on and finds its own). A live publisher's stopped video
     /// sends nothing, so nothing is dropped: its decoder goes on where it was.
     public func setVideoShown(_ shown: Bool) {
         guard shown != isVideoShown else { return }
@@ -437,12 +442,19 @@ public final class ParticipantSubscriber {
         case .packet(.video):
             guard let videoDecoder else { break }
             if awaitingKeyframe {
-                guard readPacket.isKeyframe else {
+                let givingUp = isVideoShown && droppedAwaitingKeyframe >= ParticipantSubscriber.maxQueuedVideoPackets
+                guard readPacket.isKeyframe || givingUp else {
+                    if isVideoShown { droppedAwaitingKeyframe += 1 }
                     noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: false)
                     readPacket.unref()
                     break
                 }
+                if givingUp {
+                    logger.warning("no packet flagged as a keyframe since the video was shown again; decoding on",
+                                   metadata: ["participant.id": "\(participantId)", "packets.dropped": "\(droppedAwaitingKeyframe)"])
+                }
                 awaitingKeyframe = false
+                droppedAwaitingKeyframe = 0
                 if isVideoShown {
                     noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: true)
                     hiddenMapper = nil

@@ -6,7 +6,9 @@
 //   - a video-only publisher with a 12 s keyframe interval, hidden for 10.5 s: more packets
 //     than the queue keeps, so they are dropped, and the picture returns at the next keyframe
 //     (camera-off for the half second before it), on the stage clock although the gap is
-//     longer than the timestamp mapper's 10 s jump limit.
+//     longer than the timestamp mapper's 10 s jump limit;
+//   - the same with a source that flags no keyframes: after 300 more packets it stops
+//     waiting for a flag and the decoder shows the bitstream's next keyframe.
 
 import Foundation
 import FFmpeg
@@ -59,6 +61,31 @@ struct HiddenVideoTests {
         #expect(decodingAll.decoded["numbers"] ?? 0 >= 390)
     }
 
+    @Test("video waiting for a keyframe its container never flags returns at the bitstream's next one")
+    func unflaggedKeyframes() async throws {
+        // 26 s, keyframes at 0, 12 and 24 s, none of them flagged by the source.
+        let media = try await numberedFrames(name: "long-gop-numbers-26", seconds: 26, luma: "16+mod(N,200)", keyframeInterval: 360)
+        let shown = try await onThread { () throws -> [Int?] in
+            var logger = Logger(label: "hidden-video")
+            logger.logLevel = .error
+            let subscriber = try ParticipantSubscriber(participantId: "numbers", source: try UnflaggedKeyframes(url: media),
+                                                       offset: .zero, logger: logger)
+            // Hidden from 1 to 11.5 s: more packets than the queue keeps, so they are dropped.
+            return (0..<780).map { tick -> Int? in
+                subscriber.setVideoShown(tick < 30 || tick >= 345)
+                subscriber.advanceVideo(to: Int64(tick) * 1_000_000 / 30 + 16_666)
+                guard subscriber.isVideoShown, subscriber.currentVideoSize != nil else { return nil }
+                return Int(subscriber.current.yuv(atX: 80, y: 45).y)
+            }
+        }
+        // Shown again at 11.5 s, it waits for a flagged keyframe, gives up 300 packets later
+        // (21.5 s), and the decoder shows its next keyframe, at 24 s, and the frames after it.
+        let pictureless = (345..<645).filter { shown[$0] != nil }
+        #expect(pictureless.isEmpty, "a picture while waiting for a keyframe at ticks \(pictureless.prefix(10))")
+        let wrong = (720..<780).filter { shown[$0] != 16 + $0 % 200 }
+        #expect(wrong.isEmpty, "ticks \(wrong.prefix(10)) show \(wrong.prefix(10).map { shown[$0] })")
+    }
+
     struct Sample: Equatable {
         var digest: CanvasDigest.Value
         var centreLuma: Int
@@ -107,4 +134,23 @@ struct HiddenVideoTests {
         }
         return Composed(canvases: sampler.values, decoded: decoded)
     }
+}
+
+/// A file whose packets carry no keyframe flags (as some sources deliver them).
+final class UnflaggedKeyframes: ParticipantMediaSource {
+    private let file: DemuxerMediaSource
+
+    init(url: String) throws { file = try DemuxerMediaSource(url: url) }
+
+    func stream(_ type: MediaType) -> MediaStreamSetup? { file.stream(type) }
+
+    func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
+        let result = try file.read(into: packet)
+        packet.isKeyframe = false
+        return result
+    }
+
+    var startTimeMicroseconds: Int64? { file.startTimeMicroseconds }
+    var durationMicroseconds: Int64? { file.durationMicroseconds }
+    var isLive: Bool { false }
 }
