@@ -98,13 +98,13 @@ let package = Package(
             swiftSettings: strict
         ),
         // Pure RTMP: handshake, chunk stream, AMF0, the publish conversation, FLV tags.
-        .target(name: "RTMP", path: "Sources/Ingest/RTMP", swiftSettings: strict),
+        .target(name: "RTMP", dependencies: ["MediaCore"], path: "Sources/Ingest/RTMP", swiftSettings: strict),
         // libFuzzer entry point over the RTMP core (see the file for how to build and run it).
-        .executableTarget(name: "RTMPFuzz", dependencies: ["RTMP"], path: "Sources/Ingest/RTMPFuzz", swiftSettings: strict),
+        .executableTarget(name: "RTMPFuzz", dependencies: ["RTMP", "MediaCore"], path: "Sources/Ingest/RTMPFuzz", swiftSettings: strict),
         // Pure WebRTC receive stack: STUN, ICE-lite, SDP offer/answer (crypto injected) ...
         .target(name: "WebRTCSignal", path: "Sources/WebRTC/Signal", swiftSettings: strict),
         // ... and RTP/RTCP, NACK, keyframe requests, REMB, reports, depacketizers, sender clocks.
-        .target(name: "WebRTCMedia", path: "Sources/WebRTC/Media", swiftSettings: strict),
+        .target(name: "WebRTCMedia", dependencies: ["MediaCore"], path: "Sources/WebRTC/Media", swiftSettings: strict),
         // ... and one publisher's media put together: RTP in, access units on one timeline out.
         .target(name: "WebRTCPublisher", dependencies: ["WebRTCSignal", "WebRTCMedia"], path: "Sources/WebRTC/Publisher",
                 swiftSettings: strict),
@@ -218,7 +218,7 @@ let package = Package(
         .testTarget(name: "StagesTests", dependencies: ["Stages", "TestSupport"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
-        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "TestSupport"], exclude: ["Corpus"]),
+        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport"], exclude: ["Corpus"]),
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
         .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),
         .testTarget(name: "WebRTCPublisherTests", dependencies: ["WebRTCPublisher", "WebRTCMedia", "WebRTCSignal", "TestSupport"]),

@@ -200,7 +200,8 @@ func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHu
                                                       maxBitrate: UInt64(configuration.ingest.maxBitrate)))
     return WebRTCIngestServer(
         configuration: WebRTCIngestConfiguration(host: whip.host, port: whip.port, advertisedHost: whip.advertisedHost,
-                                                 advertisedPort: whip.advertisedPort, session: session),
+                                                 advertisedPort: whip.advertisedPort, session: session,
+                                                 acceptSimulcast: whip.acceptSimulcast),
         certificate: try DTLSCertificate.generate(), clock: HubClockReading(clock: hub.clock),
         observer: WHIPMetricsObserver(metrics: metrics), logger: whipLogger)
 }
@@ -215,7 +216,10 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "packets_received": Double(receiver.packetsReceived), "packets_lost": Double(receiver.packetsLost),
             "packets_recovered_by_nack": Double(receiver.recoveredByNack), "nacks_sent": Double(receiver.nacksSent),
             "plis_sent": Double(receiver.pictureLossIndicationsSent), "jitter_seconds": Double(receiver.videoJitter) / 1_000_000,
-            "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures)])
+            "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures),
+            "video_width": Double(receiver.videoWidth), "video_height": Double(receiver.videoHeight),
+            "simulcast_layers": Double(receiver.simulcastLayers), "simulcast_switches": Double(receiver.simulcastSwitches),
+            "frames_of_other_layers": Double(receiver.framesOfOtherLayers)])
     }
 
     func ended(participantId: String) { metrics.removeWHIP(participantId: participantId) }

@@ -201,9 +201,13 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             /// Base URL publishers POST to, in the stages' `endpoints.whip` (default: the API
             /// listener's, `http://host:port`).
             public var publicURL: String?
+            /// Receive every layer of a simulcast publisher and compose the largest; when
+            /// false, simulcast is declined and a browser sends only its first encoding.
+            public var acceptSimulcast: Bool
 
             public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 1937, advertisedHost: String? = nil,
-                        advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil) {
+                        advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil,
+                        acceptSimulcast: Bool = true) {
                 self.enabled = enabled
                 self.host = host
                 self.port = port
@@ -211,6 +215,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 self.advertisedPort = advertisedPort
                 self.consentTimeoutSeconds = consentTimeoutSeconds
                 self.publicURL = publicURL
+                self.acceptSimulcast = acceptSimulcast
             }
 
             public init(from decoder: any Decoder) throws {
@@ -223,6 +228,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 advertisedPort = try c.decodeIfPresent(Int.self, forKey: .advertisedPort)
                 consentTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .consentTimeoutSeconds) ?? d.consentTimeoutSeconds
                 publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
+                acceptSimulcast = try c.decodeIfPresent(Bool.self, forKey: .acceptSimulcast) ?? d.acceptSimulcast
             }
         }
 

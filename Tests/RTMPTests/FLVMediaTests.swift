@@ -1,5 +1,6 @@
 // FLV tag bodies: legacy and Enhanced RTMP, the codecs we refuse, truncation, and the
 // SPS / AudioSpecificConfig readers against records FFmpeg 5.1 (libx264, aac) produced.
+import MediaCore
 @testable import RTMP
 import TestSupport
 import Testing
@@ -236,9 +237,9 @@ struct CodecConfigurationTests {
         #expect(throws: FLVMediaError.malformedRecord("no SPS in the record")) {
             try AVCDecoderConfigurationRecord(parsing: hex("01 64 00 28 ff e0 00")).firstSequenceParameterSet()
         }
-        #expect(throws: FLVMediaError.malformedRecord("NAL unit type 8 is not an SPS")) { try AVCSequenceParameterSet(nalUnit: [0x68, 0xEE]) }
-        #expect(throws: FLVMediaError.truncated("SPS bits")) { try AVCSequenceParameterSet(nalUnit: [0x67, 0x64]) }
-        #expect(throws: FLVMediaError.malformedRecord("exp-Golomb code too long")) { try AVCSequenceParameterSet(nalUnit: [0x67, 66, 0, 30, 0, 0, 0, 0, 0, 0]) }
+        #expect(throws: BitstreamError.malformed("NAL unit type 8 is not an SPS")) { try AVCSequenceParameterSet(nalUnit: [0x68, 0xEE]) }
+        #expect(throws: BitstreamError.truncated("SPS bits")) { try AVCSequenceParameterSet(nalUnit: [0x67, 0x64]) }
+        #expect(throws: BitstreamError.malformed("exp-Golomb code too long")) { try AVCSequenceParameterSet(nalUnit: [0x67, 66, 0, 30, 0, 0, 0, 0, 0, 0]) }
         // Every prefix of a real record either parses or throws.
         let record = hex(RealAVCRecord.all[1].record)
         for length in 0..<record.count {

@@ -21,6 +21,9 @@ final class WHIPDaemonTests: XCTestCase {
     func testSTUNWithAWrongPasswordIsAnswered401() throws { try run("stun_with_a_wrong_password_is_answered_401") }
     func testAiortcFlashAndBeepStayInSync() throws { try run("aiortc_flash_and_beep_stay_in_sync") }
     func testChromiumPublishesFlashAndBeep() throws { try run("chromium_publishes_flash_and_beep", tools: ["chromium"]) }
+    func testChromiumSimulcastComposesTheLargestLayer() throws {
+        try run("chromium_simulcast_composes_the_largest_layer", tools: ["chromium"])
+    }
     func testGStreamerWebRTCBinInANamespace() throws { try run("gstreamer_webrtcbin_in_a_namespace", tools: ["ip", "gst-launch-1.0"]) }
     func testImpairedNetworkKeepsPlayingThenAnOutageLeaves() throws { try run("impaired_network_keeps_playing_then_an_outage_leaves") }
 }

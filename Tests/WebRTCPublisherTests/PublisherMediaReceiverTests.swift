@@ -15,13 +15,13 @@ struct SenderMedia: Sendable {
     var videoFrames: [[UInt8]]
     var opusPackets: [[UInt8]]
 
-    static func make(seconds: Int) throws -> SenderMedia {
+    static func make(seconds: Int, size: String = "320x240") throws -> SenderMedia {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rtp-sender-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let h264 = directory.appendingPathComponent("video.h264").path
         let opus = directory.appendingPathComponent("audio.opus").path
-        try run(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast",
+        try run(["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30", "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast",
                  "-bf", "0", "-g", "30", "-x264-params", "slice-max-size=3000", "-f", "h264", h264])
         try run(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "\(seconds)", "-c:a", "libopus",
                  "-frame_duration", "20", "-f", "ogg", opus])
@@ -357,6 +357,23 @@ struct PublisherMediaReceiverTests {
                 "\(receiver.statistics)")
         #expect(receiver.statistics.framesSkippedUntilKeyframe >= 1)
         #expect(feedback.contains { if case .pictureLossIndication = $0 { return true } else { return false } })
+    }
+
+    @Test("once media arrives, the first receiver report, REMB and the joining PLI are due at once; then at their intervals")
+    func firstFeedbackIsDue() throws {
+        var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))
+        #expect(receiver.nextDeadline == nil, "nothing to report before any media")
+        let delta = try RTPPacket(marker: true, payloadType: 102, sequenceNumber: 1, timestamp: 3000, ssrc: Self.videoSSRC,
+                                  payload: [0x41, 1, 2, 3]).serialized()
+        _ = receiver.receiveRTP(delta, now: 50_000)
+        #expect(receiver.nextDeadline == 50_000)
+        var feedback: [RTCPPacket] = []
+        for case .rtcp(let compound) in receiver.poll(now: 50_000) { feedback += try RTCPPacket.parseCompound(compound) }
+        #expect(feedback.contains { if case .receiverReport = $0 { true } else { false } })
+        #expect(feedback.contains { if case .receiverEstimatedMaxBitrate = $0 { true } else { false } })
+        #expect(feedback.contains { if case .pictureLossIndication = $0 { true } else { false } })
+        let next = try #require(receiver.nextDeadline)
+        #expect(next > 50_000 && next <= 50_000 + 1_500_000, "the next report or a repeated PLI, not now: \(next)")
     }
 
     @Test("packets of streams the offer did not negotiate are counted and dropped")

@@ -7,9 +7,10 @@ private let ourFingerprint = "D7:96:48:E8:56:E8:F9:A2:F5:8C:95:F0:CE:4B:39:C1:5B
 private let ourCredentials = IceCredentials(ufrag: "srvA1b2C", pwd: "ServerPwd0123456789abcde")
 
 private func options(candidate: TransportAddress = .v4(203, 0, 113, 10, port: 8443),
-                     requireAudio: Bool = true, requireVideo: Bool = true) -> SDPAnswerOptions {
+                     requireAudio: Bool = true, requireVideo: Bool = true, acceptSimulcast: Bool = true) -> SDPAnswerOptions {
     SDPAnswerOptions(localCredentials: ourCredentials, localFingerprintSHA256: ourFingerprint, candidate: candidate,
-                     sessionID: 0x8123_4567_89AB_CDEF, requireAudio: requireAudio, requireVideo: requireVideo)
+                     sessionID: 0x8123_4567_89AB_CDEF, requireAudio: requireAudio, requireVideo: requireVideo,
+                     acceptSimulcast: acceptSimulcast)
 }
 
 private func negotiate(_ offer: String, _ answerOptions: SDPAnswerOptions = options()) throws -> SDPNegotiation {
@@ -58,8 +59,15 @@ private func expectWellFormed(_ negotiation: SDPNegotiation, offer: String) thro
         #expect(media.candidates == [SDPCandidate(foundation: "1", component: 1, transport: "udp", priority: 2_130_706_431,
                                                   address: "203.0.113.10", port: 8443, type: "host")])
         #expect(media.endOfCandidates)
-        #expect(media.extmaps.allSatisfy { SDPNegotiator.supportedExtensions.contains($0.uri) })
-        #expect(media.rids.isEmpty && media.simulcast == nil)
+        if accepted.simulcastRids.isEmpty {
+            #expect(media.extmaps.allSatisfy { SDPNegotiator.supportedExtensions.contains($0.uri) })
+            #expect(media.rids.isEmpty && media.simulcast == nil)
+        } else {
+            let allowed = SDPNegotiator.supportedExtensions.union(SDPNegotiator.simulcastExtensions)
+            #expect(media.extmaps.allSatisfy { allowed.contains($0.uri) })
+            #expect(media.rids == accepted.simulcastRids.map { SDPRid(id: $0, direction: "recv") })
+            #expect(media.simulcast == "recv " + accepted.simulcastRids.joined(separator: ";"))
+        }
         for codec in media.codecs {
             #expect(codec.feedback.allSatisfy { SDPNegotiator.supportedFeedback.contains($0) })
         }
@@ -202,17 +210,57 @@ struct SDPNegotiationTests {
         #expect(result.remoteCredentials == IceCredentials(ufrag: "aVfB", pwd: "BerfznPwk7x0JvlyCDfVwY"))
     }
 
-    @Test("simulcast is answered with one layer: no rid or simulcast lines, the rids reported as declined")
+    @Test("simulcast is received whole: every layer as a recv rid, the rid header extensions kept")
     func simulcast() throws {
         let result = try negotiate(Offers.simulcast)
         try expectWellFormed(result, offer: Offers.simulcast)
         let video = try #require(result.video)
-        #expect(video.declinedSimulcastRids == ["f", "h", "q"])
-        #expect(video.codec.payloadType == 102 && video.rtx?.payloadType == 103)
+        #expect(video.simulcastRids == ["f", "h", "q"])
+        #expect(video.declinedSimulcastRids == [])
         #expect(video.sources.isEmpty)
-        #expect(video.headerExtensions.map(\.uri) == [SDPExtmap.absSendTimeURI, SDPExtmap.midURI])
-        #expect(!result.answer.contains("a=rid") && !result.answer.contains("a=simulcast") && !result.answer.contains("rtp-stream-id"))
-        #expect(result.audio?.declinedSimulcastRids == [])
+        #expect(video.extensionID(SDPExtmap.ridURI) == 10 && video.extensionID(SDPExtmap.repairedRidURI) == 11)
+        #expect(video.extensionID(SDPExtmap.transportCCURI) == nil)
+        let lines = section(result.answer, 1)
+        #expect(lines.contains("a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"))
+        #expect(lines.contains("a=extmap:11 urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"))
+        #expect(Array(lines.filter { $0.hasPrefix("a=rid") || $0.hasPrefix("a=simulcast") }) ==
+                ["a=rid:f recv", "a=rid:h recv", "a=rid:q recv", "a=simulcast:recv f;h;q"])
+        #expect(result.audio?.simulcastRids == [] && !section(result.answer, 0).contains { $0.contains("rtp-stream-id") })
+    }
+
+    @Test("simulcast lists: paused layers and undeclared rids are left out, an alternative is taken, the draft's rid= prefix read")
+    func simulcastLists() throws {
+        func layers(_ simulcast: String, rids: [String] = ["a send", "b send", "c send"]) throws -> [String] {
+            let offer = Offers.simulcast.replacing("a=rid:f send\r\na=rid:h send\r\na=rid:q send\r\n", with: rids.map { "a=rid:\($0)\r\n" }.joined())
+                .replacing("a=simulcast:send f;h;q", with: "a=simulcast:" + simulcast)
+            let result = try negotiate(offer)
+            try expectWellFormed(result, offer: offer)
+            return try #require(result.video).simulcastRids
+        }
+        #expect(try layers("send a;b;c") == ["a", "b", "c"])
+        #expect(try layers("send a;~b;c") == ["a", "c"])
+        #expect(try layers("send ~a,b;c") == ["b", "c"])
+        #expect(try layers("send a;x;c") == ["a", "c"])
+        #expect(try layers("recv z send c;a") == ["c", "a"])
+        #expect(try layers(" send rid=a;b") == ["a", "b"])
+        #expect(try layers("send a;b;c", rids: ["a send", "b recv", "c send pt=102;max-width=1280"]) == ["a", "c"])
+        #expect(try layers("recv a;b") == [])
+    }
+
+    @Test("simulcast is declined without the rid header extension, or when turned off: one layer, the rids reported")
+    func simulcastDeclined() throws {
+        let withoutRid = Offers.simulcast.replacing("a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id\r\n", with: "")
+        for (offer, answerOptions) in [(withoutRid, options()), (Offers.simulcast, options(acceptSimulcast: false))] {
+            let result = try negotiate(offer, answerOptions)
+            try expectWellFormed(result, offer: offer)
+            let video = try #require(result.video)
+            #expect(video.declinedSimulcastRids == ["f", "h", "q"])
+            #expect(video.codec.payloadType == 102 && video.rtx?.payloadType == 103)
+            #expect(video.sources.isEmpty)
+            #expect(video.headerExtensions.map(\.uri) == [SDPExtmap.absSendTimeURI, SDPExtmap.midURI])
+            #expect(!result.answer.contains("a=rid") && !result.answer.contains("a=simulcast") && !result.answer.contains("rtp-stream-id"))
+            #expect(result.audio?.declinedSimulcastRids == [])
+        }
     }
 
     @Test("a data channel and a second video are rejected with port 0 and their mid; BUNDLE lists only accepted mids")

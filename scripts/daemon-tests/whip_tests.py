@@ -21,7 +21,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import CHANNEL_ARN, NginxRTMP, check, free_port, run_test, wait_state  # noqa: E402
+from daemon_tests import CHANNEL_ARN, Failure, NginxRTMP, check, run_test, wait_state  # noqa: E402
 from live_tests import (SIZE, Publisher, check_phases, composition_events, create_ingest, create_stage,  # noqa: E402
                         live_daemon, participants, publish_url, recording_playlist, session_id, setup_encoder_and_storage,
                         stage_updates, wait_participant, wait_published)
@@ -363,34 +363,60 @@ def test_stun_with_a_wrong_password_is_answered_401(d):
     check(d.stop() == 0, "exit status")
 
 
+def chromium_fixture(d, **options):
+    """make_av_fixture.py's Y4M/WAV for Chromium's fake devices: {"video": ..., "audio": ...}."""
+    args = [arg for name, value in options.items() for arg in (f"--{name.replace('_', '-')}", str(value))]
+    made = subprocess.run([sys.executable, os.path.join(CLIENTS, "make_av_fixture.py"), "--out-dir", os.path.join(d.workdir, "fixture"),
+                           *args], capture_output=True, text=True, timeout=120)
+    check(made.returncode == 0, f"fixture: {made.stderr}")
+    return json.loads(made.stdout.strip().splitlines()[-1])
+
+
+def chromium_publishing(d, files, user, *args):
+    """A composition waiting on an empty stage (recording to storage), and headless Chromium
+    publishing the fixture to it over WHIP: (composition ARN, token, the whip_chromium.py process)."""
+    enc, sto = setup_encoder_and_storage(d)
+    stage = create_stage(d)
+    tok = token(d, stage["arn"], user)
+    # The composition waits on the empty stage; the browser's first frame makes it ACTIVE.
+    composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
+        [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]))["composition"]
+    log = open(os.path.join(d.workdir, "chromium.log"), "w")
+    browser = subprocess.Popen([sys.executable, os.path.join(CLIENTS, "whip_chromium.py"), "--url", stage["endpoints"]["whip"],
+                                "--token", tok["token"], "--video", files["video"], "--audio", files["audio"], *args],
+                               stdout=subprocess.PIPE, stderr=log, text=True)
+    return composition["arn"], tok, browser
+
+
+def chromium_result(browser, watch):
+    """Runs `watch()` while Chromium publishes, then returns its JSON result, checked to be a
+    201 and connected; Chromium never outlives the test."""
+    try:
+        watch()
+        out, _ = browser.communicate(timeout=120)
+    finally:
+        if browser.poll() is None:
+            browser.kill()
+            browser.wait()
+    result = json.loads(out.strip().splitlines()[-1])
+    check(result.get("ok") and result.get("status") == 201, f"chromium: {result}")
+    return result
+
+
 def test_chromium_publishes_flash_and_beep(d):
     """Headless Chromium publishes a blue picture with a 880 Hz tone, flashing white with a
     2 kHz beep once a second, from Y4M/WAV fake devices: the composite shows blue and the
     tone; the flash-to-beep offset and the time from the page's first frame to the
     composition's ACTIVE are reported."""
-    fixture = os.path.join(d.workdir, "fixture")
-    seconds = 24
-    made = subprocess.run([sys.executable, os.path.join(CLIENTS, "make_av_fixture.py"), "--out-dir", fixture, "--color", "0,0,255",
-                           "--tone-hz", "880", "--flash-every", "1", "--duration", str(seconds), "--width", "320",
-                           "--height", "180"], capture_output=True, text=True, timeout=120)
-    check(made.returncode == 0, f"fixture: {made.stderr}")
-    files = json.loads(made.stdout.strip().splitlines()[-1])
+    files = chromium_fixture(d, color="0,0,255", tone_hz=880, flash_every=1, duration=24, width=320, height=180)
     # Long enough an idle timeout for Chromium to start while the composition waits.
     d.reconfigure(idle=20.0, extra=dict(d.config_extra, logLevel=os.environ.get("WHIP_TEST_LOG_LEVEL", "info")))
     d.start()
-    enc, sto = setup_encoder_and_storage(d)
-    stage = create_stage(d)
-    tok = token(d, stage["arn"], "browser")
-    # The composition waits on the empty stage; the browser's first frame makes it ACTIVE.
-    composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
-        [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]))["composition"]
-    arn = composition["arn"]
-    log = open(os.path.join(d.workdir, "chromium.log"), "w")
-    browser = subprocess.Popen([sys.executable, os.path.join(CLIENTS, "whip_chromium.py"), "--url", stage["endpoints"]["whip"],
-                                "--token", tok["token"], "--video", files["video"], "--audio", files["audio"],
-                                "--duration", "16", "--timeout", "90"], stdout=subprocess.PIPE, stderr=log, text=True)
-    try:
-        active_at = None
+    arn, _, browser = chromium_publishing(d, files, "browser", "--duration", "16", "--timeout", "90")
+    active_at = None
+
+    def wait_active():
+        nonlocal active_at
         deadline = time.time() + 60
         while time.time() < deadline and browser.poll() is None:
             state = d.cli("get-composition", "--arn", arn)["composition"]["state"]
@@ -400,13 +426,7 @@ def test_chromium_publishes_flash_and_beep(d):
             check(state == "STARTING", f"composition {state}")
             time.sleep(0.05)
         check(active_at, "the composition became ACTIVE once the browser published")
-        out, _ = browser.communicate(timeout=120)
-    finally:
-        if browser.poll() is None:
-            browser.kill()
-            browser.wait()
-    result = json.loads(out.strip().splitlines()[-1])
-    check(result.get("ok") and result.get("status") == 201, f"chromium: {result}")
+    result = chromium_result(browser, wait_active)
     times = result["times_ms"]
     # requestVideoFrameCallback may not fire in a headless page: getUserMedia's end is the
     # next best "first frame".
@@ -435,6 +455,51 @@ def test_chromium_publishes_flash_and_beep(d):
     # asserted where the source's own alignment is exact: aiortc_flash_and_beep_stay_in_sync and
     # the RTMP sync test.
     check(all(abs(o) <= 0.100 for o in offsets), f"|A/V offset| > 100 ms: {offsets}")
+
+
+def test_chromium_simulcast_composes_the_largest_layer(d):
+    """Headless Chromium publishes two simulcast layers, listed smallest first (rid h at half
+    size, then rid f at full size), as many pages do: the daemon receives both and composes
+    the full-size one (a declined offer would make Chromium send only its first, smallest,
+    encoding). Checked in the participant's metrics while it publishes (layers seen, the
+    size delivered) against the page's own outbound statistics, and in the composite."""
+    files = chromium_fixture(d, color="255,0,0", tone_hz=660, flash_every=0, duration=2, width=640, height=360)
+    d.reconfigure(idle=20.0)
+    d.start()
+    arn, tok, browser = chromium_publishing(d, files, "simulcast-browser", "--simulcast", "h:2,f:1", "--duration", "14",
+                                            "--timeout", "90")
+    seen = {"layers": 0.0, "width": 0.0, "height": 0.0, "switches": 0.0, "others": 0.0}
+
+    def watch_metrics():
+        # While it publishes: the metrics of the participant (removed once it leaves).
+        deadline = time.time() + 75
+        while time.time() < deadline and browser.poll() is None:
+            layers = metric(d, "stage_compositor_whip_simulcast_layers", tok["participantId"])
+            if layers:
+                seen["layers"] = max(seen["layers"], layers)
+                for key, name in (("width", "video_width"), ("height", "video_height"), ("switches", "simulcast_switches"),
+                                  ("others", "frames_of_other_layers")):
+                    seen[key] = metric(d, f"stage_compositor_whip_{name}", tok["participantId"])
+            time.sleep(0.5)
+    result = chromium_result(browser, watch_metrics)
+    sent = [layer for layer in (result.get("outbound") or {}).get("layers", []) if layer.get("framesSent")]
+    print(f"Chromium simulcast: sent {[(l.get('rid'), l.get('frameWidth'), l.get('frameHeight'), l.get('framesSent'), l.get('qualityLimitationReason')) for l in sent]}; "
+          f"daemon: {seen}")
+    check(len(sent) == 2, f"Chromium sent both layers: {sent}")
+    widths = {layer["rid"]: layer.get("frameWidth") or 0 for layer in sent}
+    check(seen["layers"] == 2, f"the daemon received both layers: {seen}")
+    # The picture delivered is the full-size layer's, as Chromium last encoded it (it may
+    # scale a layer down under CPU load, never above the source).
+    check(seen["width"] == widths.get("f") and seen["width"] > widths.get("h", 0), f"composed the largest layer: {seen} vs {widths}")
+    check(seen["others"] > 0, f"the other layer's frames were received and not decoded: {seen}")
+    d.cli("stop-composition", "--arn", arn)
+    check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
+    final = d.cli("get-composition", "--arn", arn)["composition"]
+    check(d.stop() == 0, "exit status")
+    playlist = recording_playlist(d, final)
+    video = media_check.Video(playlist, *SIZE)
+    check(video.name(6.5, SIZE[0] // 2, SIZE[1] // 2) == "red", f"at 6.5s: {video.colour(6.5, SIZE[0] // 2, SIZE[1] // 2)}")
+    check(media_check.Audio(playlist).tone_level(660, 3, 9) > 0.03, "the 660 Hz tone sounds")
 
 
 def test_aiortc_flash_and_beep_stay_in_sync(d):

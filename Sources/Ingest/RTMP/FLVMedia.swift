@@ -1,3 +1,5 @@
+public import MediaCore
+
 // The payloads of RTMP audio (type 8) and video (type 9) messages are FLV tag bodies:
 // legacy FLV (codec ID nibbles, AVC/AAC packet types) or Enhanced RTMP (FourCC codecs,
 // signalled by the top bit of the first byte). This turns them into codec-level packets;
@@ -40,6 +42,15 @@ public enum FLVMediaError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .truncated(let what): return "FLV payload truncated: \(what)"
         case .malformedRecord(let what): return "malformed record: \(what)"
+        }
+    }
+}
+
+extension FLVMediaError {
+    init(_ error: BitstreamError) {
+        switch error {
+        case .truncated(let what): self = .truncated(what)
+        case .malformed(let what): self = .malformedRecord(what)
         }
     }
 }
@@ -273,182 +284,10 @@ public struct AVCDecoderConfigurationRecord: Equatable, Sendable {
     /// The first SPS, parsed.
     public func firstSequenceParameterSet() throws(FLVMediaError) -> AVCSequenceParameterSet {
         guard let sps = sequenceParameterSets.first else { throw .malformedRecord("no SPS in the record") }
-        return try AVCSequenceParameterSet(nalUnit: sps)
-    }
-}
-
-/// Picture size and profile from an H.264 sequence parameter set (ITU-T H.264 7.3.2.1.1).
-public struct AVCSequenceParameterSet: Equatable, Sendable {
-    public var profileIDC: UInt8
-    /// constraint_set0...5 flags, as the byte after profile_idc.
-    public var constraintFlags: UInt8
-    public var levelIDC: UInt8
-    /// 0 monochrome, 1 4:2:0, 2 4:2:2, 3 4:4:4.
-    public var chromaFormatIDC: Int
-    public var bitDepthLuma: Int
-    public var bitDepthChroma: Int
-    /// False for interlaced (field or MBAFF) coding.
-    public var frameMBsOnly: Bool
-    /// Displayed size, after frame cropping.
-    public var width: Int
-    public var height: Int
-
-    /// Profiles whose SPS carries chroma format, bit depths and scaling lists.
-    private static let highProfiles: Set<UInt8> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]
-
-    /// `nalUnit` starts with the NAL header byte (type 7), as in the configuration record.
-    public init(nalUnit: [UInt8]) throws(FLVMediaError) {
-        guard let header = nalUnit.first else { throw .truncated("SPS") }
-        guard header & 0x1F == 7 else { throw .malformedRecord("NAL unit type \(header & 0x1F) is not an SPS") }
-        var bits = ExpGolombReader(Self.removingEmulationPrevention(nalUnit.dropFirst()))
-        profileIDC = try bits.readByte()
-        constraintFlags = try bits.readByte()
-        levelIDC = try bits.readByte()
-        _ = try bits.readUnsigned()  // seq_parameter_set_id
-
-        var chromaFormat = 1
-        var separateColourPlane = false
-        bitDepthLuma = 8
-        bitDepthChroma = 8
-        if Self.highProfiles.contains(profileIDC) {
-            chromaFormat = try bits.readUnsigned(max: 3)
-            if chromaFormat == 3 {
-                separateColourPlane = try bits.readFlag()
-            }
-            bitDepthLuma = try bits.readUnsigned(max: 6) + 8
-            bitDepthChroma = try bits.readUnsigned(max: 6) + 8
-            _ = try bits.readFlag()  // qpprime_y_zero_transform_bypass_flag
-            if try bits.readFlag() {  // seq_scaling_matrix_present_flag
-                for index in 0..<(chromaFormat == 3 ? 12 : 8) {
-                    if try bits.readFlag() {  // seq_scaling_list_present_flag[index]
-                        try bits.skipScalingList(size: index < 6 ? 16 : 64)
-                    }
-                }
-            }
-        }
-        chromaFormatIDC = chromaFormat
-
-        _ = try bits.readUnsigned()  // log2_max_frame_num_minus4
-        let pictureOrderCountType = try bits.readUnsigned(max: 2)
-        if pictureOrderCountType == 0 {
-            _ = try bits.readUnsigned()  // log2_max_pic_order_cnt_lsb_minus4
-        } else if pictureOrderCountType == 1 {
-            _ = try bits.readFlag()  // delta_pic_order_always_zero_flag
-            _ = try bits.readSigned()  // offset_for_non_ref_pic
-            _ = try bits.readSigned()  // offset_for_top_to_bottom_field
-            let cycleLength = try bits.readUnsigned(max: 255)
-            for _ in 0..<cycleLength {
-                _ = try bits.readSigned()  // offset_for_ref_frame
-            }
-        }
-        _ = try bits.readUnsigned()  // max_num_ref_frames
-        _ = try bits.readFlag()  // gaps_in_frame_num_value_allowed_flag
-        let widthInMacroblocks = try bits.readUnsigned(max: 1 << 16) + 1
-        let heightInMapUnits = try bits.readUnsigned(max: 1 << 16) + 1
-        frameMBsOnly = try bits.readFlag()
-        if !frameMBsOnly {
-            _ = try bits.readFlag()  // mb_adaptive_frame_field_flag
-        }
-        _ = try bits.readFlag()  // direct_8x8_inference_flag
-
-        var fullWidth = widthInMacroblocks * 16
-        var fullHeight = (frameMBsOnly ? 1 : 2) * heightInMapUnits * 16
-        if try bits.readFlag() {  // frame_cropping_flag
-            let left = try bits.readUnsigned(), right = try bits.readUnsigned()
-            let top = try bits.readUnsigned(), bottom = try bits.readUnsigned()
-            // Crop offsets count in chroma samples (luma samples for monochrome / 4:4:4
-            // coded as separate planes), and in field lines for interlaced coding.
-            let chromaArrayType = separateColourPlane ? 0 : chromaFormat
-            let subWidth = chromaArrayType == 1 || chromaArrayType == 2 ? 2 : 1
-            let subHeight = chromaArrayType == 1 ? 2 : 1
-            let unitX = subWidth
-            let unitY = subHeight * (frameMBsOnly ? 1 : 2)
-            fullWidth -= unitX * (left + right)
-            fullHeight -= unitY * (top + bottom)
-            guard fullWidth > 0, fullHeight > 0 else { throw .malformedRecord("SPS cropping exceeds the picture") }
-        }
-        width = fullWidth
-        height = fullHeight
-    }
-
-    /// Drops the 0x03 of every 0x00 0x00 0x03 sequence (H.264 7.4.1).
-    static func removingEmulationPrevention(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var zeros = 0
-        for byte in bytes {
-            if zeros >= 2, byte == 0x03 {
-                zeros = 0
-                continue
-            }
-            zeros = byte == 0 ? zeros + 1 : 0
-            output.append(byte)
-        }
-        return output
-    }
-}
-
-/// Exp-Golomb bit reader over an RBSP.
-struct ExpGolombReader {
-    private let bytes: [UInt8]
-    private var bitOffset = 0
-
-    init(_ bytes: [UInt8]) {
-        self.bytes = bytes
-    }
-
-    mutating func readBit() throws(FLVMediaError) -> Int {
-        guard bitOffset < bytes.count * 8 else { throw .truncated("SPS bits") }
-        defer { bitOffset += 1 }
-        return Int(bytes[bitOffset >> 3] >> (7 - UInt8(bitOffset & 7)) & 1)
-    }
-
-    mutating func readFlag() throws(FLVMediaError) -> Bool {
-        try readBit() == 1
-    }
-
-    mutating func readBits(_ count: Int) throws(FLVMediaError) -> Int {
-        var value = 0
-        for _ in 0..<count {
-            value = value << 1 | (try readBit())
-        }
-        return value
-    }
-
-    mutating func readByte() throws(FLVMediaError) -> UInt8 {
-        UInt8(try readBits(8))
-    }
-
-    /// ue(v). Codes longer than 32 bits do not occur in a valid SPS.
-    mutating func readUnsigned(max: Int = Int(UInt32.max) - 1) throws(FLVMediaError) -> Int {
-        var leadingZeros = 0
-        while try readBit() == 0 {
-            leadingZeros += 1
-            guard leadingZeros <= 31 else { throw .malformedRecord("exp-Golomb code too long") }
-        }
-        let value = (1 << leadingZeros) - 1 + (try readBits(leadingZeros))
-        guard value <= max else { throw .malformedRecord("SPS value \(value) out of range") }
-        return value
-    }
-
-    /// se(v).
-    mutating func readSigned() throws(FLVMediaError) -> Int {
-        let code = try readUnsigned()
-        return code & 1 == 1 ? (code + 1) / 2 : -(code / 2)
-    }
-
-    /// scaling_list(): only its length in bits matters here.
-    mutating func skipScalingList(size: Int) throws(FLVMediaError) {
-        var lastScale = 8
-        var nextScale = 8
-        for _ in 0..<size {
-            if nextScale != 0 {
-                let delta = try readSigned()
-                nextScale = ((lastScale + delta) % 256 + 256) % 256
-            }
-            if nextScale != 0 {
-                lastScale = nextScale
-            }
+        do {
+            return try AVCSequenceParameterSet(nalUnit: sps)
+        } catch {
+            throw FLVMediaError(error)
         }
     }
 }
@@ -475,7 +314,7 @@ public struct AACAudioSpecificConfig: Equatable, Sendable {
     }
 
     public init(parsing config: [UInt8]) throws(FLVMediaError) {
-        var bits = ExpGolombReader(config)
+        var bits = BitReader(config)
         do {
             var objectType = try Self.readObjectType(&bits)
             var sampleRate = try Self.readSampleRate(&bits)
@@ -490,20 +329,22 @@ public struct AACAudioSpecificConfig: Equatable, Sendable {
             channels = Self.channelsByConfiguration[channelConfiguration]
         } catch .truncated {
             throw .truncated("AudioSpecificConfig")
+        } catch {
+            throw FLVMediaError(error)
         }
     }
 
-    private static func readObjectType(_ bits: inout ExpGolombReader) throws(FLVMediaError) -> Int {
+    private static func readObjectType(_ bits: inout BitReader) throws(BitstreamError) -> Int {
         let objectType = try bits.readBits(5)
         return objectType == 31 ? 32 + (try bits.readBits(6)) : objectType
     }
 
-    private static func readSampleRate(_ bits: inout ExpGolombReader) throws(FLVMediaError) -> Int {
+    private static func readSampleRate(_ bits: inout BitReader) throws(BitstreamError) -> Int {
         let index = try bits.readBits(4)
         if index == 15 {
             return try bits.readBits(24)
         }
-        guard index < sampleRates.count else { throw .malformedRecord("AAC sampling frequency index \(index)") }
+        guard index < sampleRates.count else { throw .malformed("AAC sampling frequency index \(index)") }
         return sampleRates[index]
     }
 }

@@ -9,6 +9,7 @@
 // Without -DFUZZING the same file builds a plain executable that replays input files:
 //   swift run RTMPFuzz crash-<hash>
 
+import MediaCore
 import RTMP
 
 /// Small limits so that the bounds are reached by short inputs.

@@ -33,15 +33,19 @@ public struct WebRTCIngestConfiguration: Sendable {
     public var session: WebRTCSessionConfiguration
     /// Sessions at once (prepared or running); beyond it `prepare` refuses.
     public var maxSessions: Int
+    /// Answer simulcast offers with every layer (the largest is composed), else decline.
+    public var acceptSimulcast: Bool
 
     public init(host: String = "127.0.0.1", port: Int = 0, advertisedHost: String? = nil, advertisedPort: Int? = nil,
-                session: WebRTCSessionConfiguration = WebRTCSessionConfiguration(), maxSessions: Int = 256) {
+                session: WebRTCSessionConfiguration = WebRTCSessionConfiguration(), maxSessions: Int = 256,
+                acceptSimulcast: Bool = true) {
         self.host = host
         self.port = port
         self.advertisedHost = advertisedHost
         self.advertisedPort = advertisedPort
         self.session = session
         self.maxSessions = maxSessions
+        self.acceptSimulcast = acceptSimulcast
     }
 }
 
@@ -176,7 +180,7 @@ public final class WebRTCIngestServer: Service, Sendable {
         let credentials = IceCredentials.random(using: &generator)
         let options = SDPAnswerOptions(localCredentials: credentials, localFingerprintSHA256: certificate.fingerprintSHA256Text,
                                        candidate: candidate, sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator),
-                                       requireAudio: true, requireVideo: true)
+                                       requireAudio: true, requireVideo: true, acceptSimulcast: configuration.acceptSimulcast)
         let negotiation: SDPNegotiation
         do {
             negotiation = try SDPNegotiator.negotiate(offer: offer, options: options)

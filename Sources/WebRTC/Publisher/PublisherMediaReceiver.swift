@@ -6,9 +6,11 @@
 //        depacketizer (H.264 / VP8 / Opus) ─► access unit, RTP time → sender clock ─► output
 //   RTCP SR ─► sender clock (NTP) ─► audio and video on one timeline
 //
-// Streams are told apart by payload type (one video and one audio m-section are negotiated;
-// simulcast offers are answered with one layer), so an SSRC the offer did not announce (a
-// browser sending its only simulcast layer) is still received.
+// Streams are told apart by payload type (one video and one audio m-section are negotiated),
+// so an SSRC the offer did not announce (as browsers send) is still received. A simulcast
+// publisher sends each video layer on its own SSRC, named by the rid header extension; each
+// is received, repaired and depacketized as a stream of its own, and one of them, the
+// largest (`SimulcastLayerSelector`), is delivered.
 
 public import WebRTCMedia
 public import WebRTCSignal
@@ -48,6 +50,15 @@ public struct ReceiverStatistics: Sendable, Equatable {
     public var audioJitter: Int64 = 0
     /// Packets that were not RTP/RTCP of a negotiated stream.
     public var unknownPackets: Int64 = 0
+    /// The picture size of the video delivered, from its latest keyframe.
+    public var videoWidth: Int = 0
+    public var videoHeight: Int = 0
+    /// Simulcast: the layers seen, the rid of the one delivered, changes of layer, and the
+    /// complete frames of the other layers, not delivered.
+    public var simulcastLayers: Int = 0
+    public var simulcastRid: String?
+    public var simulcastSwitches: Int64 = 0
+    public var framesOfOtherLayers: Int64 = 0
 }
 
 public struct PublisherMediaReceiverConfiguration: Sendable, Equatable {
@@ -90,6 +101,8 @@ public struct PublisherMediaReceiver: Sendable {
         var h264 = H264Depacketizer()
         var vp8 = VP8Depacketizer()
         var opus = OpusDepacketizer()
+        /// The simulcast layer (rid header extension of its first packets).
+        var rid: String?
         /// Video after a loss that NACKs could not repair: delta frames would decode into
         /// garbage, so none is delivered until the next keyframe (the picture freezes instead).
         var awaitingKeyframe = false
@@ -100,6 +113,12 @@ public struct PublisherMediaReceiver: Sendable {
     private let audio: NegotiatedMedia?
     private var rtx: RTXUnwrapper
     private var tracks: [UInt32: Track] = [:]
+    /// With simulcast negotiated: which video layer is delivered.
+    private var layers: SimulcastLayerSelector?
+    private let ridExtensionID: UInt8?
+    private let repairedRidExtensionID: UInt8?
+    /// The latest `now` seen, for deadlines that depend on it.
+    private var lastNow: Int64 = .min
     private var reports: ReceiverReportScheduler
     private var remb: REMBScheduler
     /// Sender-clock time minus publisher time, fixed by audio's first sender report (or the
@@ -121,26 +140,35 @@ public struct PublisherMediaReceiver: Sendable {
             }
         }
         rtx = RTXUnwrapper(associations: associations)
+        let simulcast = negotiation.video.map { !$0.simulcastRids.isEmpty } ?? false
+        layers = simulcast ? SimulcastLayerSelector() : nil
+        ridExtensionID = simulcast ? negotiation.video?.extensionID(SDPExtmap.ridURI).map { UInt8(clamping: $0) } : nil
+        repairedRidExtensionID = simulcast ? negotiation.video?.extensionID(SDPExtmap.repairedRidURI).map { UInt8(clamping: $0) } : nil
         reports = ReceiverReportScheduler(configuration: ReceiverReportConfiguration(senderSSRC: configuration.senderSSRC,
                                                                                      cname: configuration.cname))
         remb = REMBScheduler(senderSSRC: configuration.senderSSRC, cap: configuration.maxBitrate)
     }
 
-    /// The next time `poll` has something to do.
+    /// The next time `poll` has something to do. A scheduler that has not run yet (the first
+    /// receiver report and REMB, a keyframe request not sent yet) says `Int64.min`: once media
+    /// flows, that is due at once, or the publisher would hear nothing from us until a loss
+    /// set a NACK timer (and a browser's bandwidth estimate would never rise).
     public var nextDeadline: Int64? {
         var deadlines: [Int64] = [reports.nextDeadline, remb.nextDeadline]
-        for track in tracks.values {
+        for (ssrc, track) in tracks {
             if let deadline = track.nack?.nextDeadline { deadlines.append(deadline) }
             if let deadline = track.reorder.nextDeadline { deadlines.append(deadline) }
-            if let deadline = track.keyframes?.nextDeadline { deadlines.append(deadline) }
+            if wantsKeyframes(ssrc, now: lastNow), let deadline = track.keyframes?.nextDeadline { deadlines.append(deadline) }
         }
-        return deadlines.filter { $0 != .min }.min()
+        let dueNow: Int64? = tracks.isEmpty ? nil : lastNow
+        return deadlines.compactMap { $0 == .min ? dueNow : $0 }.min()
     }
 
     // MARK: Input
 
     /// A decrypted RTP packet.
     public mutating func receiveRTP(_ bytes: [UInt8], now: Int64) -> [ReceiverOutput] {
+        lastNow = max(lastNow, now)
         guard let parsed = try? RTPPacket(parsing: bytes) else {
             statistics.unknownPackets += 1
             return []
@@ -156,9 +184,10 @@ public struct PublisherMediaReceiver: Sendable {
         case .retransmission(let original): (packet, isRetransmission) = (original, true)
         case .padding: return []
         case .unknownSSRC:
-            // An RTX packet whose SSRC the offer did not pair: pair it with the one video stream.
+            // An RTX packet whose SSRC the offer did not pair: pair it with the video stream of
+            // its repaired rid (simulcast), or with the one video stream.
             guard let rtxMedia = video?.rtx, parsed.payloadType == rtxMedia.payloadType,
-                  let mediaSSRC = tracks.first(where: { $0.value.kind == .video })?.key else {
+                  let mediaSSRC = repairedStream(of: parsed) else {
                 statistics.unknownPackets += 1
                 return []
             }
@@ -168,6 +197,11 @@ public struct PublisherMediaReceiver: Sendable {
         guard var track = tracks[packet.ssrc] ?? makeTrack(for: packet) else {
             statistics.unknownPackets += 1
             return []
+        }
+        if track.kind == .video, layers != nil {
+            layers?.packetReceived(ssrc: packet.ssrc, now: now)
+            // Senders put the rid on a layer's packets until our receiver reports name its SSRC.
+            if track.rid == nil, let id = ridExtensionID { track.rid = packet.extensionElement(id: id).flatMap(Self.rid) }
         }
         statistics.packetsReceived += 1
         statistics.bytesReceived += Int64(bytes.count)
@@ -211,6 +245,7 @@ public struct PublisherMediaReceiver: Sendable {
 
     /// Timers: releases held packets, sends NACKs, keyframe requests, REMB and reports.
     public mutating func poll(now: Int64) -> [ReceiverOutput] {
+        lastNow = max(lastNow, now)
         var outputs: [ReceiverOutput] = []
         var feedback: [RTCPPacket] = []
         for ssrc in tracks.keys.sorted() {
@@ -232,7 +267,10 @@ public struct PublisherMediaReceiver: Sendable {
                 track.nack = nack
             }
             release(&track, now: now, into: &outputs)
-            if var keyframes = track.keyframes, let request = keyframes.poll(now: now) {
+            // The layer in use went silent (or is not the largest sending): ask the one to move
+            // to for a keyframe.
+            if layers?.target(now: now) == ssrc { track.keyframes?.keyframeNeeded() }
+            if wantsKeyframes(ssrc, now: now), var keyframes = track.keyframes, let request = keyframes.poll(now: now) {
                 feedback.append(request)
                 statistics.pictureLossIndicationsSent += 1
                 track.keyframes = keyframes
@@ -254,10 +292,36 @@ public struct PublisherMediaReceiver: Sendable {
             statistics.audioJitter = Int64(audio.stream.jitter) * 1_000_000 / Int64(max(audio.stream.clockRate, 1))
         }
         statistics.packetsLost = tracks.values.reduce(0) { $0 + max(0, $1.stream.cumulativeLost) }
+        if let layers {
+            statistics.simulcastLayers = layers.layerCount
+            statistics.simulcastSwitches = layers.switches
+            statistics.simulcastRid = layers.selected.flatMap { tracks[$0]?.rid }
+        }
         return outputs
     }
 
     // MARK: Inside
+
+    /// Keyframe requests go out for every stream but the simulcast layers not in use.
+    private func wantsKeyframes(_ ssrc: UInt32, now: Int64) -> Bool {
+        guard let layers, tracks[ssrc]?.kind == .video else { return true }
+        return layers.wantsKeyframes(from: ssrc, now: now)
+    }
+
+    /// The media SSRC an unpaired RTX packet repairs.
+    private func repairedStream(of packet: RTPPacket) -> UInt32? {
+        let video = tracks.filter { $0.value.kind == .video }
+        if layers == nil { return video.first?.key }
+        guard let id = repairedRidExtensionID, let rid = packet.extensionElement(id: id).flatMap(Self.rid) else { return nil }
+        return video.first { $0.value.rid == rid }?.key
+    }
+
+    /// An RtpStreamId / RepairedRtpStreamId: 1...16 alphanumeric characters (RFC 8852).
+    static func rid(_ bytes: [UInt8]) -> String? {
+        guard !bytes.isEmpty, bytes.count <= 255 else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.isEmpty ? nil : text
+    }
 
     private func makeTrack(for packet: RTPPacket) -> Track? {
         let media: NegotiatedMedia
@@ -276,11 +340,11 @@ public struct PublisherMediaReceiver: Sendable {
         }
         let isVideo = media.kind == .video
         return Track(kind: media.kind, codec: codec, stream: RTPReceiveStream(ssrc: packet.ssrc, clockRate: media.codec.clockRate),
-                     nack: isVideo ? NackGenerator(configuration: configuration.nack) : nil,
-                     reorder: ReorderBuffer(configuration: isVideo ? configuration.videoReorder : configuration.audioReorder),
-                     clock: SenderClock(clockRate: media.codec.clockRate),
-                     keyframes: isVideo ? KeyframeRequester(mediaSSRC: packet.ssrc, senderSSRC: configuration.senderSSRC,
-                                                            configuration: configuration.keyframeRequests) : nil)
+                          nack: isVideo ? NackGenerator(configuration: configuration.nack) : nil,
+                          reorder: ReorderBuffer(configuration: isVideo ? configuration.videoReorder : configuration.audioReorder),
+                          clock: SenderClock(clockRate: media.codec.clockRate),
+                          keyframes: isVideo ? KeyframeRequester(mediaSSRC: packet.ssrc, senderSSRC: configuration.senderSSRC,
+                                                                 configuration: configuration.keyframeRequests) : nil)
     }
 
     /// Hands the packets the reorder buffer lets go of to the depacketizer, and complete
@@ -312,6 +376,16 @@ public struct PublisherMediaReceiver: Sendable {
                     continue
                 }
                 guard let time = publisherTime(track, frame.timestamp) else { continue }
+                let size = frame.keyframePictureSize
+                if track.kind == .video, layers != nil,
+                   layers?.admit(ssrc: track.stream.ssrc, isKeyframe: frame.isKeyframe, pictureSize: size, now: now) == false {
+                    statistics.framesOfOtherLayers += 1
+                    continue
+                }
+                if let size {
+                    statistics.videoWidth = size.width
+                    statistics.videoHeight = size.height
+                }
                 statistics.framesDelivered += 1
                 outputs.append(.accessUnit(ReceivedAccessUnit(kind: track.kind, codec: track.codec, data: frame.data, time: time,
                                                               isKeyframe: frame.isKeyframe || track.kind == .audio)))

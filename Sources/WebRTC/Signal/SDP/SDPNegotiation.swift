@@ -17,15 +17,20 @@ public struct SDPAnswerOptions: Sendable {
     /// A WHIP stage publish needs both; tests or audio-only ingest may relax this.
     public var requireAudio: Bool
     public var requireVideo: Bool
+    /// Receive every layer of a simulcast offer (the receiver composes the largest). When
+    /// false, or when the offer lacks the rid header extension, simulcast is declined and the
+    /// sender keeps only its first encoding.
+    public var acceptSimulcast: Bool
 
     public init(localCredentials: IceCredentials, localFingerprintSHA256: String, candidate: TransportAddress, sessionID: UInt64,
-                requireAudio: Bool = true, requireVideo: Bool = true) {
+                requireAudio: Bool = true, requireVideo: Bool = true, acceptSimulcast: Bool = true) {
         self.localCredentials = localCredentials
         self.localFingerprintSHA256 = localFingerprintSHA256
         self.candidate = candidate
         self.sessionID = sessionID
         self.requireAudio = requireAudio
         self.requireVideo = requireVideo
+        self.acceptSimulcast = acceptSimulcast
     }
 }
 
@@ -79,12 +84,16 @@ public struct NegotiatedMedia: Equatable, Sendable {
     public var kind: MediaKind
     public var codec: NegotiatedCodec
     public var rtx: NegotiatedRTX?
-    /// The header extensions we kept (sdes:mid, abs-send-time) with the offer's ids.
+    /// The header extensions we kept (sdes:mid, abs-send-time; the rid ones with simulcast)
+    /// with the offer's ids.
     public var headerExtensions: [SDPExtmap]
     /// Announced SSRCs (none for simulcast offers and some clients; then the mid header
     /// extension or the payload type identifies the stream).
     public var sources: [NegotiatedSource]
     public var rtcpReducedSize: Bool
+    /// The simulcast layers we receive (`a=simulcast:recv`), in the offer's order; empty
+    /// without simulcast.
+    public var simulcastRids: [String]
     /// rids of a simulcast offer we answered with a single layer.
     public var declinedSimulcastRids: [String]
 
@@ -164,7 +173,7 @@ public enum SDPNegotiator {
         var accepted: [NegotiatedMedia] = []
         var rejected: [RejectedMedia] = []
         for (index, section) in offer.media.enumerated() {
-            switch evaluate(section, index: index, bundle: bundle, alreadyAccepted: accepted) {
+            switch evaluate(section, index: index, bundle: bundle, alreadyAccepted: accepted, acceptSimulcast: options.acceptSimulcast) {
             case .accept(let media): accepted.append(media)
             case .reject(let reason): rejected.append(RejectedMedia(index: index, mid: section.mid, kind: section.kind, reason: reason))
             }
@@ -213,7 +222,8 @@ public enum SDPNegotiator {
         case reject(RejectedMedia.Reason)
     }
 
-    private static func evaluate(_ section: SDPMediaDescription, index: Int, bundle: [String]?, alreadyAccepted: [NegotiatedMedia]) -> Verdict {
+    private static func evaluate(_ section: SDPMediaDescription, index: Int, bundle: [String]?, alreadyAccepted: [NegotiatedMedia],
+                                 acceptSimulcast: Bool) -> Verdict {
         if section.isDisabled { return .reject(.disabledByOfferer) }
         guard let kind = MediaKind(rawValue: section.kind.lowercased()) else { return .reject(.unsupportedKind) }
         let proto = section.proto.uppercased()
@@ -227,15 +237,37 @@ public enum SDPNegotiator {
         }
         if alreadyAccepted.contains(where: { $0.kind == kind }) { return .reject(.duplicate) }
 
-        let extensions = section.extmaps.compactMap { extmap -> SDPExtmap? in
-            // An extension the offerer only receives (or neither side uses) tells us nothing.
-            guard supportedExtensions.contains(extmap.uri), extmap.direction.map(\.sends) ?? true else { return nil }
-            return extmap
-        }
+        // An extension the offerer only receives (or neither side uses) tells us nothing.
+        let sent = section.extmaps.filter { $0.direction.map(\.sends) ?? true }
+        let layers = acceptSimulcast && kind == .video ? simulcastLayers(of: section, sentExtensions: sent) : []
+        let wanted = layers.isEmpty ? supportedExtensions : supportedExtensions.union(simulcastExtensions)
+        let extensions = sent.filter { wanted.contains($0.uri) }
+        let declined = section.simulcast != nil && layers.isEmpty ? section.rids.map(\.id) : []
         return .accept(NegotiatedMedia(index: index, mid: section.mid, kind: kind, codec: codec, rtx: rtx,
                                        headerExtensions: extensions, sources: sources(of: section),
-                                       rtcpReducedSize: section.rtcpReducedSize,
-                                       declinedSimulcastRids: section.simulcast == nil ? [] : section.rids.map(\.id)))
+                                       rtcpReducedSize: section.rtcpReducedSize, simulcastRids: layers,
+                                       declinedSimulcastRids: declined))
+    }
+
+    static let simulcastExtensions: Set<String> = [SDPExtmap.ridURI, SDPExtmap.repairedRidURI]
+
+    /// The rids of `a=simulcast:send` (RFC 8853) we can receive: each stream's first
+    /// alternative that is not paused (`~`) and has an `a=rid:<id> send`. Layers can only be
+    /// told apart with the rid header extension; without it, none.
+    static func simulcastLayers(of section: SDPMediaDescription, sentExtensions: [SDPExtmap]) -> [String] {
+        guard let value = section.simulcast, sentExtensions.contains(where: { $0.uri == SDPExtmap.ridURI }) else { return [] }
+        let declared = Set(section.rids.filter { $0.direction.lowercased() == "send" }.map(\.id))
+        let tokens = value.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        guard let send = tokens.firstIndex(where: { $0.lowercased() == "send" }), send + 1 < tokens.count else { return [] }
+        // draft-ietf-mmusic-sdp-simulcast-03 (older Firefox) wrote "send rid=a;b".
+        var list = tokens[send + 1]
+        if list.lowercased().hasPrefix("rid=") { list = list.dropFirst(4) }
+        var rids: [String] = []
+        for stream in list.split(separator: ";") {
+            let chosen = stream.split(separator: ",").first { !$0.hasPrefix("~") && declared.contains(String($0)) }
+            if let chosen, !rids.contains(String(chosen)) { rids.append(String(chosen)) }
+        }
+        return rids
     }
 
     /// H.264 with packetization-mode=1 (FU-A/STAP-A; mode 0 would forbid fragmentation), the
@@ -372,10 +404,14 @@ private struct SDPAnswerWriter {
             let offered = section.codec(payloadType: rtx.payloadType)?.fmtp ?? "apt=\(rtx.associatedPayloadType)"
             lines.append("a=fmtp:\(rtx.payloadType) \(offered)")
         }
-        // No a=simulcast / a=rid here even when offered: the browser then treats simulcast as
-        // declined, keeps only the first encoding of its sender (so WHIP clients should list
-        // the full-resolution layer first), and sends it without rid header extensions under
-        // an SSRC it did not announce; the mid header extension tells us which section it is.
+        // Simulcast: every layer, each on its own SSRC with the rid header extension. Declined
+        // (no a=simulcast / a=rid), a browser keeps only the first encoding of its sender and
+        // sends it without rids under an SSRC it did not announce; the mid header extension
+        // tells us which section it is.
+        if !media.simulcastRids.isEmpty {
+            lines += media.simulcastRids.map { "a=rid:\($0) recv" }
+            lines.append("a=simulcast:recv " + media.simulcastRids.joined(separator: ";"))
+        }
         lines += [
             "a=candidate:1 1 udp 2130706431 \(candidate.ip) \(candidate.port) typ host",
             "a=end-of-candidates",
