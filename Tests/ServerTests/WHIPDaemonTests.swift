@@ -24,6 +24,9 @@ final class WHIPDaemonTests: XCTestCase {
     func testChromiumSimulcastComposesTheLargestLayer() throws {
         try run("chromium_simulcast_composes_the_largest_layer", tools: ["chromium"])
     }
+    func testChromiumVP8SimulcastComposesTheLargestLayer() throws {
+        try run("chromium_vp8_simulcast_composes_the_largest_layer", tools: ["chromium"])
+    }
     func testGStreamerWebRTCBinInANamespace() throws { try run("gstreamer_webrtcbin_in_a_namespace", tools: ["ip", "gst-launch-1.0"]) }
     func testImpairedNetworkKeepsPlayingThenAnOutageLeaves() throws { try run("impaired_network_keeps_playing_then_an_outage_leaves") }
 }

@@ -458,17 +458,30 @@ def test_chromium_publishes_flash_and_beep(d):
 
 
 def test_chromium_simulcast_composes_the_largest_layer(d):
+    """H.264 simulcast from Chromium: see chromium_simulcast."""
+    chromium_simulcast(d, "h264")
+
+
+def test_chromium_vp8_simulcast_composes_the_largest_layer(d):
+    """VP8 simulcast from Chromium (one libvpx encoder for both layers): see chromium_simulcast."""
+    chromium_simulcast(d, "vp8")
+
+
+def chromium_simulcast(d, codec):
     """Headless Chromium publishes two simulcast layers, listed smallest first (rid h at half
     size, then rid f at full size), as many pages do: the daemon receives both and composes
     the full-size one (a declined offer would make Chromium send only its first, smallest,
-    encoding). Checked in the participant's metrics while it publishes (layers seen, the
-    size delivered) against the page's own outbound statistics, and in the composite."""
+    encoding). The page switches f off from 4 s to 8 s after connecting, as a sender does when
+    its bandwidth falls: the daemon falls back to h and returns to f. Checked in the
+    participant's metrics while it publishes (layers seen, the size delivered, over time)
+    against the page's own outbound statistics, and in the composite."""
     files = chromium_fixture(d, color="255,0,0", tone_hz=660, flash_every=0, duration=2, width=640, height=360)
     d.reconfigure(idle=20.0)
     d.start()
-    arn, tok, browser = chromium_publishing(d, files, "simulcast-browser", "--simulcast", "h:2,f:1", "--duration", "14",
+    arn, tok, browser = chromium_publishing(d, files, "simulcast-browser", "--simulcast", "h:2,f:1", "--pause-layer", "f:4:8", "--video-codec", codec, "--duration", "14",
                                             "--timeout", "90")
     seen = {"layers": 0.0, "width": 0.0, "height": 0.0, "switches": 0.0, "others": 0.0}
+    delivered_widths = []
 
     def watch_metrics():
         # While it publishes: the metrics of the participant (removed once it leaves).
@@ -480,18 +493,29 @@ def test_chromium_simulcast_composes_the_largest_layer(d):
                 for key, name in (("width", "video_width"), ("height", "video_height"), ("switches", "simulcast_switches"),
                                   ("others", "frames_of_other_layers")):
                     seen[key] = metric(d, f"stage_compositor_whip_{name}", tok["participantId"])
+                if not delivered_widths or delivered_widths[-1] != seen["width"]:
+                    delivered_widths.append(seen["width"])
             time.sleep(0.5)
     result = chromium_result(browser, watch_metrics)
     sent = [layer for layer in (result.get("outbound") or {}).get("layers", []) if layer.get("framesSent")]
-    print(f"Chromium simulcast: sent {[(l.get('rid'), l.get('frameWidth'), l.get('frameHeight'), l.get('framesSent'), l.get('qualityLimitationReason')) for l in sent]}; "
-          f"daemon: {seen}")
+    print(f"Chromium: {codec} simulcast sent {[(l.get('rid'), l.get('frameWidth'), l.get('frameHeight'), l.get('framesSent'), l.get('qualityLimitationReason')) for l in sent]}; "
+          f"daemon: {seen}, widths delivered {delivered_widths}")
     check(len(sent) == 2, f"Chromium sent both layers: {sent}")
     widths = {layer["rid"]: layer.get("frameWidth") or 0 for layer in sent}
     check(seen["layers"] == 2, f"the daemon received both layers: {seen}")
     # The picture delivered is the full-size layer's, as Chromium last encoded it (it may
     # scale a layer down under CPU load, never above the source).
-    check(seen["width"] == widths.get("f") and seen["width"] > widths.get("h", 0), f"composed the largest layer: {seen} vs {widths}")
+    # Under CPU load Chromium may scale its layers down between our last sample and its
+    # final statistics; the picture delivered must still be the larger layer's.
+    limited = any(layer.get("qualityLimitationReason") not in (None, "none") for layer in sent)
+    check(seen["width"] > widths.get("h", 0) and (seen["width"] == widths.get("f") or limited),
+          f"composed the largest layer: {seen} vs {widths}")
     check(seen["others"] > 0, f"the other layer's frames were received and not decoded: {seen}")
+    # f, then h while f was off, then f again.
+    steps = iter(delivered_widths)
+    check(all(any(width == wanted for width in steps) for wanted in (widths.get("f"), widths.get("h"), widths.get("f"))),
+          f"fell back to the smaller layer while the larger was off, and returned: {delivered_widths} vs {widths}")
+    check(seen["switches"] >= 2, f"two switches at least: {seen}")
     d.cli("stop-composition", "--arn", arn)
     check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
     final = d.cli("get-composition", "--arn", arn)["composition"]

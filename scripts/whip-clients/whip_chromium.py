@@ -114,6 +114,7 @@ def main():
     p.add_argument("--duration", type=float, default=10.0, help="seconds to publish after connecting")
     p.add_argument("--video-codec", choices=("h264", "vp8"), default="h264")
     p.add_argument("--simulcast", default="", help="simulcast layers as rid:scaleResolutionDownBy,... in sendEncodings order (e.g. h:2,f:1)")
+    p.add_argument("--pause-layer", default="", help="rid:from:to: set that simulcast layer inactive from..to seconds after connecting")
     p.add_argument("--post-via", choices=("direct", "proxy"), default="direct",
                    help="direct: the page fetch()es the WHIP URL (needs CORS); proxy: the helper server does")
     p.add_argument("--expect-status", type=int, help="exit 0 if the POST returns this status")
@@ -144,6 +145,7 @@ def main():
     page = f"http://127.0.0.1:{port}/whip_page.html?" + urllib.parse.urlencode(
         {"url": args.url, "token": args.token, "duration": args.duration, "codec": args.video_codec,
          "post": args.post_via, **({"simulcast": args.simulcast} if args.simulcast else {}),
+         **({"pause": args.pause_layer} if args.pause_layer else {}),
          **({"barcode": args.barcode_epoch_ms, "size": args.size} if args.barcode_epoch_ms is not None else {})})
     profile = tempfile.mkdtemp(prefix="whip-chromium-")
     cmd = [chromium, "--headless=new", "--no-sandbox",  # root: chromium refuses to start sandboxed
