@@ -101,7 +101,7 @@ struct ConfigExampleTests {
         "ingest.rtmps.port", "ingest.publicHost", "ingest.latencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
         "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",
         "ingest.whip.enabled", "ingest.whip.host", "ingest.whip.port", "ingest.whip.advertisedHost",
-        "ingest.whip.consentTimeoutSeconds",
+        "ingest.whip.consentTimeoutSeconds", "ingest.whip.acceptSimulcast",
     ]
 
     /// Leaf paths of a JSON value; `auth.accessKeys` and `buckets` are maps, so leaves.

@@ -96,10 +96,14 @@ class AiortcPublisher:
             return f.read()[-3000:]
 
 
-def metric(d, name, labels=""):
-    text = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+def metrics_text(d):
+    return urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+
+
+def metric(d, name, labels="", text=None):
+    """The sum of `name`'s samples whose labels contain `labels`, from `text` or a fresh read."""
     total = 0.0
-    for line in text.splitlines():
+    for line in (text if text is not None else metrics_text(d)).splitlines():
         if line.startswith(name + "{") or line.startswith(name + " "):
             if labels in line:
                 total += float(line.rsplit(" ", 1)[1])
@@ -484,15 +488,17 @@ def chromium_simulcast(d, codec):
     delivered_widths = []
 
     def watch_metrics():
-        # While it publishes: the metrics of the participant (removed once it leaves).
+        # While it publishes: the participant's metrics, each sample from one read of /metrics
+        # (they are removed when it leaves, possibly between two reads).
         deadline = time.time() + 75
         while time.time() < deadline and browser.poll() is None:
-            layers = metric(d, "stage_compositor_whip_simulcast_layers", tok["participantId"])
-            if layers:
-                seen["layers"] = max(seen["layers"], layers)
-                for key, name in (("width", "video_width"), ("height", "video_height"), ("switches", "simulcast_switches"),
-                                  ("others", "frames_of_other_layers")):
-                    seen[key] = metric(d, f"stage_compositor_whip_{name}", tok["participantId"])
+            sample = {name: metric(d, f"stage_compositor_whip_{name}", tok["participantId"], text=text)
+                      for text in [metrics_text(d)]
+                      for name in ("simulcast_layers", "video_width", "video_height", "simulcast_switches", "frames_of_other_layers")}
+            if sample["simulcast_layers"]:
+                seen.update(layers=max(seen["layers"], sample["simulcast_layers"]), width=sample["video_width"],
+                            height=sample["video_height"], switches=sample["simulcast_switches"],
+                            others=sample["frames_of_other_layers"])
                 if not delivered_widths or delivered_widths[-1] != seen["width"]:
                     delivered_widths.append(seen["width"])
             time.sleep(0.5)
