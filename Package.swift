@@ -229,7 +229,7 @@ let package = Package(
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "AuthTests", dependencies: ["Auth"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth", "TestSupport"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(
             name: "EventSinksTests",
             dependencies: ["EventSinks", "Events", "HTTPTestSupport",
@@ -242,11 +242,12 @@ let package = Package(
                            .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
         // systemd unit and deploy/ files: systemd-analyze verify, hardening, install.sh --dry-run.
-        .testTarget(name: "OpsTests", exclude: ["run_with_mdwe.py"]),
+        .testTarget(name: "OpsTests", dependencies: ["TestSupport"], exclude: ["run_with_mdwe.py"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations",
+                                                        "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),
                                                         .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import Testing
+import TestSupport
 
 /// A request the loopback server in aws_cli_capture.py received from the real `aws` CLI.
 private struct CapturedRequest: Decodable {
@@ -25,7 +26,7 @@ struct AWSCLITests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script.path, BotocoreFixture.accessKeyId, BotocoreFixture.secret,
                              BotocoreFixture.region]
-        let output = Pipe()
+        let output = Pipe.closedOnExec()
         process.standardOutput = output
         try process.run()
         // Wait on a Dispatch thread: the CLI takes seconds, and the test pool is small.

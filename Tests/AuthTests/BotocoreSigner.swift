@@ -3,6 +3,7 @@
 
 import Auth
 import Foundation
+import TestSupport
 
 struct BotocoreCase: Encodable, Sendable {
     enum Kind: String, Encodable, Sendable { case client, raw }
@@ -77,7 +78,7 @@ enum BotocoreFixture {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script.path]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
+        let input = Pipe.closedOnExec(), output = Pipe.closedOnExec(), errors = Pipe.closedOnExec()
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors

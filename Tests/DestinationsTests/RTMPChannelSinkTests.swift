@@ -60,7 +60,7 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [executable] + arguments
-    let output = Pipe()
+    let output = Pipe.closedOnExec()
     process.standardOutput = output
     process.standardError = FileHandle.nullDevice
     try process.run()

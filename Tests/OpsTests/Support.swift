@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The repository root (this file is Tests/OpsTests/Support.swift).
 let repositoryRoot = URL(fileURLWithPath: #filePath)
@@ -31,7 +32,7 @@ private func runCommandBlocking(_ executable: String, _ arguments: [String], env
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-    let output = Pipe(), errors = Pipe()
+    let output = Pipe.closedOnExec(), errors = Pipe.closedOnExec()
     process.standardOutput = output
     process.standardError = errors
     try process.run()

@@ -3,6 +3,7 @@
 // daemon on a free loopback port. The script prints why a test failed, with the daemon log.
 import Foundation
 import XCTest
+import TestSupport
 
 final class DaemonProcessTests: XCTestCase {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -40,7 +41,7 @@ final class DaemonProcessTests: XCTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", packageRoot.appendingPathComponent("scripts/daemon-tests/\(script)").path, binary, test]
-        let output = Pipe()
+        let output = Pipe.closedOnExec()
         process.standardOutput = output
         process.standardError = output
         try process.run()

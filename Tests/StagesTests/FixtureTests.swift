@@ -11,7 +11,7 @@ func run(_ executable: String, _ arguments: [String], stderr: Bool = false) thro
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [executable] + arguments
-    let output = Pipe()
+    let output = Pipe.closedOnExec()
     process.standardOutput = output
     process.standardError = stderr ? output : FileHandle.nullDevice
     try process.run()
