@@ -407,6 +407,15 @@ def chromium_result(browser, watch):
     return result
 
 
+def stop_and_read_recording(d, arn):
+    """Stops the composition and the daemon; the recording's playlist."""
+    d.cli("stop-composition", "--arn", arn)
+    check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
+    final = d.cli("get-composition", "--arn", arn)["composition"]
+    check(d.stop() == 0, "exit status")
+    return recording_playlist(d, final)
+
+
 def test_chromium_publishes_flash_and_beep(d):
     """Headless Chromium publishes a blue picture with a 880 Hz tone, flashing white with a
     2 kHz beep once a second, from Y4M/WAV fake devices: the composite shows blue and the
@@ -439,11 +448,7 @@ def test_chromium_publishes_flash_and_beep(d):
           f"(page: first frame {times.get('first_frame', -1):.0f} ms, POST {times.get('post_sent', -1):.0f} ms, "
           f"201 {times.get('created_201', -1):.0f} ms, connected {times.get('connected', -1):.0f} ms; "
           f"codec {((result.get('outbound') or {}).get('video') or {}).get('codec')})")
-    d.cli("stop-composition", "--arn", arn)
-    check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
-    final = d.cli("get-composition", "--arn", arn)["composition"]
-    check(d.stop() == 0, "exit status")
-    playlist = recording_playlist(d, final)
+    playlist = stop_and_read_recording(d, arn)
     video = media_check.Video(playlist, *SIZE)
     # Between flashes the picture is blue and the tone sounds.
     for t in (4.5, 8.5):
@@ -522,11 +527,7 @@ def chromium_simulcast(d, codec):
     check(all(any(width == wanted for width in steps) for wanted in (widths.get("f"), widths.get("h"), widths.get("f"))),
           f"fell back to the smaller layer while the larger was off, and returned: {delivered_widths} vs {widths}")
     check(seen["switches"] >= 2, f"two switches at least: {seen}")
-    d.cli("stop-composition", "--arn", arn)
-    check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
-    final = d.cli("get-composition", "--arn", arn)["composition"]
-    check(d.stop() == 0, "exit status")
-    playlist = recording_playlist(d, final)
+    playlist = stop_and_read_recording(d, arn)
     video = media_check.Video(playlist, *SIZE)
     check(video.name(6.5, SIZE[0] // 2, SIZE[1] // 2) == "red", f"at 6.5s: {video.colour(6.5, SIZE[0] // 2, SIZE[1] // 2)}")
     check(media_check.Audio(playlist).tone_level(660, 3, 9) > 0.03, "the 660 Hz tone sounds")
