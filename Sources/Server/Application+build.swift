@@ -219,7 +219,8 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures),
             "video_width": Double(receiver.videoWidth), "video_height": Double(receiver.videoHeight),
             "simulcast_layers": Double(receiver.simulcastLayers), "simulcast_switches": Double(receiver.simulcastSwitches),
-            "frames_of_other_layers": Double(receiver.framesOfOtherLayers)])
+            "frames_of_other_layers": Double(receiver.framesOfOtherLayers),
+            "audio_capture_times": Double(receiver.audioCaptureTimes), "video_capture_times": Double(receiver.videoCaptureTimes)])
     }
 
     func ended(participantId: String) { metrics.removeWHIP(participantId: participantId) }

@@ -71,7 +71,8 @@ public final class ServerMetrics: Sendable {
     private let whipGauges = Mutex<[String: [String: Gauge]]>([:])
     static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent",
                                  "jitter_seconds", "bitrate_bps", "srtp_auth_failures", "video_width", "video_height",
-                                 "simulcast_layers", "simulcast_switches", "frames_of_other_layers"]
+                                 "simulcast_layers", "simulcast_switches", "frames_of_other_layers",
+                                 "audio_capture_times", "video_capture_times"]
 
     /// Records one WHIP participant's receive statistics.
     public func recordWHIP(participantId: String, values: [String: Double]) {

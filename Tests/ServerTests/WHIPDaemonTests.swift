@@ -21,6 +21,9 @@ final class WHIPDaemonTests: XCTestCase {
     func testSTUNWithAWrongPasswordIsAnswered401() throws { try run("stun_with_a_wrong_password_is_answered_401") }
     func testAiortcFlashAndBeepStayInSync() throws { try run("aiortc_flash_and_beep_stay_in_sync") }
     func testChromiumPublishesFlashAndBeep() throws { try run("chromium_publishes_flash_and_beep", tools: ["chromium"]) }
+    func testChromiumCaptureTimesKeepFlashAndBeepInSync() throws {
+        try run("chromium_capture_times_keep_flash_and_beep_in_sync", tools: ["chromium"])
+    }
     func testChromiumSimulcastComposesTheLargestLayer() throws {
         try run("chromium_simulcast_composes_the_largest_layer", tools: ["chromium"])
     }

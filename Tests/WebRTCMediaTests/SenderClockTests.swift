@@ -119,4 +119,47 @@ struct SenderClockTests {
         #expect(audioAtT == NTPTimeTests.unix + 3_000_000)
         #expect(videoAtT == NTPTimeTests.unix + 3_000_000)
     }
+
+    @Test("capture times replace any other mapping and nudge it after; SRs are then ignored")
+    func captureTimes() throws {
+        var clock = SenderClock(clockRate: 48_000)
+        _ = clock.packetArrived(timestamp: 0, now: 0)
+        // An SR 20 ms late (libwebrtc's audio), then the packet's capture time.
+        _ = clock.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 20_000), rtpTimestamp: 0)
+        let update = clock.captureTime(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 960)
+        let change = try #require(update)
+        #expect(change.mapping == SenderClockMapping(anchorTimestamp: 960, anchorWallClock: NTPTimeTests.unix, source: .captureTime))
+        #expect(change.shift == -40_000)
+        #expect(change.previousSource == .senderReport && !change.becameSenderBased)
+        // Later SRs change nothing; later capture times are followed an eighth at a time.
+        #expect(clock.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 500_000), rtpTimestamp: 960) == nil)
+        #expect(clock.wallClock(forTimestamp: 960) == NTPTimeTests.unix)
+        #expect(clock.captureTime(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_000_800), rtpTimestamp: 48_960) == nil)
+        #expect(clock.wallClock(forTimestamp: 48_960) == NTPTimeTests.unix + 1_000_100)
+        #expect(clock.senderReportsUsed == 1 && clock.captureTimesUsed == 2)
+        // Straight from the arrival mapping, a capture time makes the stream sender-based.
+        var fresh = SenderClock(clockRate: 90_000)
+        #expect(fresh.captureTime(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 0) == nil)  // no packet yet
+        _ = fresh.packetArrived(timestamp: 0, now: 7)
+        let firstUpdate = fresh.captureTime(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 0)
+        let first = try #require(firstUpdate)
+        #expect(first.becameSenderBased && first.previousSource == .arrival && first.shift == NTPTimeTests.unix - 7)
+    }
+}
+
+struct AbsoluteCaptureTimeTests {
+    @Test("8 bytes: the capture time; 16: plus the clock offset, added; other lengths are not the extension")
+    func parsing() throws {
+        let short = try #require(AbsoluteCaptureTime(data: [0xE1, 0xB6, 0x5F, 0x80, 0x80, 0, 0, 0]))
+        #expect(short == AbsoluteCaptureTime(captureTimestamp: NTPTimeTests.ntp))
+        #expect(short.senderNTPTime == NTPTimeTests.ntp)
+        #expect(short.serialized == [0xE1, 0xB6, 0x5F, 0x80, 0x80, 0, 0, 0])
+        // Offset -0.25 s (Q32.32): the sender's clock reads a quarter second less.
+        let offset: Int64 = -(1 << 30)
+        let long = try #require(AbsoluteCaptureTime(data: short.serialized + (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: offset) >> (56 - 8 * $0)) }))
+        #expect(long.estimatedCaptureClockOffset == offset)
+        #expect(NTPTime.unixMicroseconds(fromNTP: long.senderNTPTime) == NTPTimeTests.unix - 250_000)
+        #expect(AbsoluteCaptureTime(data: long.serialized) == long)
+        for count in [0, 7, 9, 15, 17] { #expect(AbsoluteCaptureTime(data: Array(repeating: 1, count: count)) == nil) }
+    }
 }

@@ -173,11 +173,15 @@ a=ssrc:3333 cname:sender\r
 
 """
 
+/// `offer` with abs-capture-time (id 9) on the audio section.
+let offerWithCaptureTimes = offer.replacingOccurrences(
+    of: "a=rtpmap:111 opus/48000/2\r\n", with: "a=rtpmap:111 opus/48000/2\r\na=extmap:9 http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time\r\n")
+
 @Suite(.serialized)
 struct PublisherMediaReceiverTests {
     static let audioSSRC: UInt32 = 1111, videoSSRC: UInt32 = 2222, rtxSSRC: UInt32 = 3333
 
-    func negotiation() throws -> SDPNegotiation {
+    func negotiation(offer: String = offer) throws -> SDPNegotiation {
         try SDPNegotiator.negotiate(offer: offer, options: SDPAnswerOptions(
             localCredentials: IceCredentials(ufrag: "loca", pwd: "localpasswordlocalpasswo"),
             localFingerprintSHA256: String(repeating: "AB:", count: 31) + "AB",
@@ -191,11 +195,23 @@ struct PublisherMediaReceiverTests {
         var originalsLost = 0
     }
 
+    /// How the simulated sender stamps its audio's timing.
+    struct AudioTiming {
+        /// Audio SRs pair an RTP timestamp with this much after its capture (libwebrtc pairs it
+        /// with the moment the frame was encoded: a frame and more later).
+        var senderReportLag: Int64 = 0
+        /// Every `n`-th audio packet from packet `captureTimesFrom` on carries abs-capture-time (id 9).
+        var captureTimeEvery: Int?
+        var captureTimesFrom = 0
+    }
+
     /// Sends `seconds` of media: video captured every 33.3 ms, audio every 20 ms, on one sender
     /// clock (NTP = sender µs); RTP timestamps start at random offsets. Video takes 40 ms to
     /// arrive, audio 10 ms; `lossPercent` of the video packets is lost once (RTX answers NACKs).
-    func simulate(media: SenderMedia, seconds: Int, lossPercent: Int, seed: UInt64) throws -> (Run, PublisherMediaReceiver) {
-        var receiver = PublisherMediaReceiver(negotiation: try negotiation(),
+    func simulate(media: SenderMedia, seconds: Int, lossPercent: Int, seed: UInt64,
+                  audioTiming: AudioTiming = AudioTiming()) throws -> (Run, PublisherMediaReceiver) {
+        let negotiated = try negotiation(offer: audioTiming.captureTimeEvery == nil ? offer : offerWithCaptureTimes)
+        var receiver = PublisherMediaReceiver(negotiation: negotiated,
                                               configuration: PublisherMediaReceiverConfiguration(senderSSRC: 4444))
         var random = SeededGenerator(seed: seed)
         let videoBase = UInt32.random(in: 0...UInt32.max, using: &random)
@@ -225,17 +241,22 @@ struct PublisherMediaReceiverTests {
         let audioCount = min(media.opusPackets.count, seconds * 50)
         for index in 0..<audioCount {
             let capture = Int64(index) * 20_000
+            let stamped = audioTiming.captureTimeEvery.map { index >= audioTiming.captureTimesFrom && (index - audioTiming.captureTimesFrom) % $0 == 0 } ?? false
+            let element = RTPHeaderExtensionElement(
+                id: 9, data: AbsoluteCaptureTime(captureTimestamp: NTPTime.ntp(fromUnixMicroseconds: senderEpoch + capture)).serialized)
             let packet = RTPPacket(payloadType: 111, sequenceNumber: audioSequence,
                                    timestamp: audioBase &+ UInt32(truncatingIfNeeded: capture * 48_000 / 1_000_000),
-                                   ssrc: Self.audioSSRC, payload: media.opusPackets[index])
+                                   ssrc: Self.audioSSRC, headerExtension: stamped ? .oneByte([element]) : nil,
+                                   payload: media.opusPackets[index])
             audioSequence &+= 1
             events.append((capture + 10_000, 0, try packet.serialized()))
         }
         // Sender reports every second from 0.5 s: the same NTP instant for both streams.
         for second in 0..<seconds {
             let at = Int64(second) * 1_000_000 + 500_000
-            let ntp = NTPTime.ntp(fromUnixMicroseconds: senderEpoch + at)
-            for (ssrc, base, rate) in [(Self.videoSSRC, videoBase, Int64(90_000)), (Self.audioSSRC, audioBase, 48_000)] {
+            for (ssrc, base, rate, lag) in [(Self.videoSSRC, videoBase, Int64(90_000), Int64(0)),
+                                            (Self.audioSSRC, audioBase, 48_000, audioTiming.senderReportLag)] {
+                let ntp = NTPTime.ntp(fromUnixMicroseconds: senderEpoch + at + lag)
                 let report = RTCPPacket.senderReport(RTCPSenderReport(ssrc: ssrc, ntpTime: ntp,
                                                                       rtpTimestamp: base &+ UInt32(truncatingIfNeeded: at * rate / 1_000_000),
                                                                       packetCount: 0, octetCount: 0))
@@ -316,6 +337,32 @@ struct PublisherMediaReceiverTests {
         // (10 ms) are then 30 ms apart; the reports fixed that without a jump in audio.
         let audioSteps = zip(audio, audio.dropFirst()).map { $1.time - $0.time }
         #expect(audioSteps.allSatisfy { abs($0 - 20_000) <= 1_000 }, "audio steps \(Set(audioSteps))")
+    }
+
+    @Test("audio SRs stamped a frame late put audio that late; abs-capture-time puts it back, audio never jumping")
+    func captureTimesCorrectLateAudioReports() async throws {
+        let media = try await onThread { try SenderMedia.make(seconds: 4) }
+        func offsets(_ timing: AudioTiming) throws -> (lipSync: [Int64], audioSteps: Set<Int64>, receiver: PublisherMediaReceiver) {
+            let (run, receiver) = try simulate(media: media, seconds: 4, lossPercent: 0, seed: 3, audioTiming: timing)
+            let video = run.units.filter { $0.kind == .video }, audio = run.units.filter { $0.kind == .audio }
+            // Audio minus video publisher time of one capture instant (2 s, 3 s): what a viewer sees as audio lag.
+            let lipSync = [(60, 100), (90, 150)].map { audio[$0.1].time - video[$0.0].time }
+            return (lipSync, Set(zip(audio, audio.dropFirst()).map { $1.time - $0.time }), receiver)
+        }
+        // libwebrtc's audio SRs, 25 ms late: through them alone, audio lands 25 ms late.
+        let late = try offsets(AudioTiming(senderReportLag: 25_000))
+        #expect(late.lipSync.allSatisfy { abs($0 - 25_000) < 1_000 }, "\(late.lipSync)")
+        #expect(late.receiver.statistics.audioCaptureTimes == 0)
+        // The same SRs with capture times on the first audio packet and once a second after.
+        let exact = try offsets(AudioTiming(senderReportLag: 25_000, captureTimeEvery: 50))
+        #expect(exact.lipSync.allSatisfy { abs($0) < 1_000 }, "\(exact.lipSync)")
+        #expect(exact.receiver.statistics.audioCaptureTimes == 4)
+        #expect(exact.audioSteps.allSatisfy { abs($0 - 20_000) <= 1_000 }, "audio steps \(exact.audioSteps)")
+        // Capture times from 1.5 s on only: the SR mapping (from 0.5 s) comes first and gives
+        // way; audio stays where it was (no gap, no overlap) and video moves instead.
+        let switched = try offsets(AudioTiming(senderReportLag: 25_000, captureTimeEvery: 50, captureTimesFrom: 75))
+        #expect(switched.lipSync.allSatisfy { abs($0) < 1_000 }, "\(switched.lipSync)")
+        #expect(switched.audioSteps.allSatisfy { abs($0 - 20_000) <= 1_000 }, "audio steps \(switched.audioSteps)")
     }
 
     @Test("after a frame lost for good, delta frames wait for the next keyframe, which a PLI asks for")

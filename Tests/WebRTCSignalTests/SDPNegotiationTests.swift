@@ -114,6 +114,22 @@ struct SDPNegotiationTests {
         #expect(section(result.answer, 0).first == "m=audio 8443 UDP/TLS/RTP/SAVPF 111")
     }
 
+    @Test("abs-capture-time, when a page turns it on, is kept in both sections with the offer's id")
+    func absCaptureTime() throws {
+        let extmap = "a=extmap:12 \(SDPExtmap.absCaptureTimeURI)\r\n"
+        let offer = Offers.chrome.replacingOccurrences(of: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid\r\n",
+                                                       with: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid\r\n" + extmap)
+        #expect(offer.components(separatedBy: extmap).count == 3)
+        let result = try negotiate(offer)
+        try expectWellFormed(result, offer: offer)
+        #expect(result.audio?.extensionID(SDPExtmap.absCaptureTimeURI) == 12)
+        #expect(result.video?.extensionID(SDPExtmap.absCaptureTimeURI) == 12)
+        #expect(section(result.answer, 0).contains("a=extmap:12 \(SDPExtmap.absCaptureTimeURI)"))
+        #expect(section(result.answer, 1).contains("a=extmap:12 \(SDPExtmap.absCaptureTimeURI)"))
+        // Without it in the offer, the answer has none.
+        #expect(try negotiate(Offers.chrome).audio?.extensionID(SDPExtmap.absCaptureTimeURI) == nil)
+    }
+
     @Test("Firefox: H.264 126 with RTX 127, session-level fingerprint, directional extmap not kept")
     func firefox() throws {
         let result = try negotiate(Offers.firefox)

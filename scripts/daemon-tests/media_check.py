@@ -146,8 +146,15 @@ class FrameLuma:
         if count != len(self.times):
             raise RuntimeError(f"decode {path}: {count} frames but {len(self.times)} times")
         rgb = numpy.frombuffer(result.stdout[:count * frame], dtype=numpy.uint8).reshape(count, size * size, 3)
-        rgb = rgb.astype(numpy.float64).mean(axis=1)
-        self.luma = 0.299 * rgb[:, 0] + 0.587 * rgb[:, 1] + 0.114 * rgb[:, 2]
+        self.rgb = rgb.astype(numpy.float64).mean(axis=1)
+        self.luma = 0.299 * self.rgb[:, 0] + 0.587 * self.rgb[:, 1] + 0.114 * self.rgb[:, 2]
+
+    def names(self, start, end, away_from=(), margin=0.25):
+        """The palette names of the frames from `start` to `end` s after the first frame, leaving
+        out those within `margin` s of any of the times `away_from` (on the file's clock)."""
+        first = self.times[0] if self.times else 0.0
+        return [nearest(tuple(self.rgb[i])) for i, t in enumerate(self.times)
+                if start <= t - first <= end and all(abs(t - other) > margin for other in away_from)]
 
     def rises(self, threshold, minimum_gap):
         """Times of the first frame at or above `threshold` after one below it, at least

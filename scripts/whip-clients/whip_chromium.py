@@ -115,6 +115,10 @@ def main():
     p.add_argument("--video-codec", choices=("h264", "vp8"), default="h264")
     p.add_argument("--simulcast", default="", help="simulcast layers as rid:scaleResolutionDownBy,... in sendEncodings order (e.g. h:2,f:1)")
     p.add_argument("--pause-layer", default="", help="rid:from:to: set that simulcast layer inactive from..to seconds after connecting")
+    p.add_argument("--measure-flash", action="store_true",
+                   help="the page times the fake devices' flashes and beeps as it receives them (result: source)")
+    p.add_argument("--capture-time", action="store_true",
+                   help="offer the abs-capture-time header extension (Chromium offers it only when a page asks)")
     p.add_argument("--post-via", choices=("direct", "proxy"), default="direct",
                    help="direct: the page fetch()es the WHIP URL (needs CORS); proxy: the helper server does")
     p.add_argument("--expect-status", type=int, help="exit 0 if the POST returns this status")
@@ -146,6 +150,8 @@ def main():
         {"url": args.url, "token": args.token, "duration": args.duration, "codec": args.video_codec,
          "post": args.post_via, **({"simulcast": args.simulcast} if args.simulcast else {}),
          **({"pause": args.pause_layer} if args.pause_layer else {}),
+         **({"measure": "flash"} if args.measure_flash else {}),
+         **({"captime": "1"} if args.capture_time else {}),
          **({"barcode": args.barcode_epoch_ms, "size": args.size} if args.barcode_epoch_ms is not None else {})})
     profile = tempfile.mkdtemp(prefix="whip-chromium-")
     cmd = [chromium, "--headless=new", "--no-sandbox",  # root: chromium refuses to start sandboxed
@@ -222,7 +228,8 @@ def main():
            "connection_state": info.get("connection_state"), "selected_pair": info.get("selected_pair"),
            "video_codecs_available": info.get("video_codecs_available"), "codec_forced": info.get("codec_forced"),
            "outbound": info.get("outbound"), "delete_status": info.get("delete_status"),
-           "offer_candidates": info.get("offer_candidates"), "wall_s": round(time.monotonic() - started, 2)}
+           "offer_candidates": info.get("offer_candidates"), "capture_time_offered": info.get("capture_time_offered"),
+           **({"source": info.get("source")} if "source" in info else {}), "wall_s": round(time.monotonic() - started, 2)}
     if not final.get("ok"):
         out.update(stage=final.get("stage"), error=final.get("error"), body=final.get("body"))
     print(json.dumps(out), flush=True)

@@ -5,6 +5,7 @@
 //   RTP ─► RTX unwrap ─► receive stream (stats) ─► NACK generator ─► reorder buffer ─►
 //        depacketizer (H.264 / VP8 / Opus) ─► access unit, RTP time → sender clock ─► output
 //   RTCP SR ─► sender clock (NTP) ─► audio and video on one timeline
+//   (abs-capture-time, when the publisher sends it, instead of SRs: exact capture instants)
 //
 // Streams are told apart by payload type (one video and one audio m-section are negotiated),
 // so an SSRC the offer did not announce (as browsers send) is still received. A simulcast
@@ -59,6 +60,10 @@ public struct ReceiverStatistics: Sendable, Equatable {
     public var simulcastRid: String?
     public var simulcastSwitches: Int64 = 0
     public var framesOfOtherLayers: Int64 = 0
+    /// abs-capture-time elements that mapped a stream onto the sender's clock (lip sync from
+    /// capture instants, not from sender reports).
+    public var audioCaptureTimes: Int64 = 0
+    public var videoCaptureTimes: Int64 = 0
 }
 
 public struct PublisherMediaReceiverConfiguration: Sendable, Equatable {
@@ -117,6 +122,8 @@ public struct PublisherMediaReceiver: Sendable {
     private var layers: SimulcastLayerSelector?
     private let ridExtensionID: UInt8?
     private let repairedRidExtensionID: UInt8?
+    private let audioCaptureTimeID: UInt8?
+    private let videoCaptureTimeID: UInt8?
     /// The latest `now` seen, for deadlines that depend on it.
     private var lastNow: Int64 = .min
     private var reports: ReceiverReportScheduler
@@ -144,6 +151,8 @@ public struct PublisherMediaReceiver: Sendable {
         layers = simulcast ? SimulcastLayerSelector() : nil
         ridExtensionID = simulcast ? negotiation.video?.extensionID(SDPExtmap.ridURI).map { UInt8(clamping: $0) } : nil
         repairedRidExtensionID = simulcast ? negotiation.video?.extensionID(SDPExtmap.repairedRidURI).map { UInt8(clamping: $0) } : nil
+        audioCaptureTimeID = negotiation.audio?.extensionID(SDPExtmap.absCaptureTimeURI).map { UInt8(clamping: $0) }
+        videoCaptureTimeID = negotiation.video?.extensionID(SDPExtmap.absCaptureTimeURI).map { UInt8(clamping: $0) }
         reports = ReceiverReportScheduler(configuration: ReceiverReportConfiguration(senderSSRC: configuration.senderSSRC,
                                                                                      cname: configuration.cname))
         remb = REMBScheduler(senderSSRC: configuration.senderSSRC, cap: configuration.maxBitrate)
@@ -217,7 +226,15 @@ public struct PublisherMediaReceiver: Sendable {
         }
         track.keyframes?.packetReceived()
         _ = track.reorder.insert(packet, sequence: extended, now: now)
-        _ = track.clock.packetArrived(timestamp: track.timestamps.unwrap(packet.timestamp), now: now)
+        let timestamp = track.timestamps.unwrap(packet.timestamp)
+        _ = track.clock.packetArrived(timestamp: timestamp, now: now)
+        if let id = track.kind == .audio ? audioCaptureTimeID : videoCaptureTimeID,
+           let capture = packet.extensionElement(id: id).flatMap(AbsoluteCaptureTime.init(data:)) {
+            if track.kind == .audio { statistics.audioCaptureTimes += 1 } else { statistics.videoCaptureTimes += 1 }
+            if let change = track.clock.captureTime(ntpTime: capture.senderNTPTime, rtpTimestamp: timestamp) {
+                adopt(change, kind: track.kind)
+            }
+        }
         var outputs: [ReceiverOutput] = []
         release(&track, now: now, into: &outputs)
         tracks[packet.ssrc] = track
@@ -234,12 +251,23 @@ public struct PublisherMediaReceiver: Sendable {
             guard var track = tracks[report.ssrc] else { continue }
             track.stream.senderReportReceived(ntpTime: report.ntpTime, now: now)
             let timestamp = track.timestamps.peek(report.rtpTimestamp)
-            if let change = track.clock.senderReport(ntpTime: report.ntpTime, rtpTimestamp: timestamp), change.becameSenderBased {
-                // Audio keeps its timeline exactly (a jump would be heard); video moves to it.
-                // Without audio, or before audio's first report, the first stream's shift holds.
-                if track.kind == .audio || senderOffset == nil { senderOffset = change.shift }
+            if let change = track.clock.senderReport(ntpTime: report.ntpTime, rtpTimestamp: timestamp) {
+                adopt(change, kind: track.kind)
             }
             tracks[report.ssrc] = track
+        }
+    }
+
+    /// A stream's mapping moved onto the sender's clock, or to a better source on it.
+    private mutating func adopt(_ change: SenderClockChange, kind: MediaKind) {
+        if change.becameSenderBased {
+            // Audio keeps its timeline exactly (a jump would be heard); video moves to it.
+            // Without audio, or before audio's first report, the first stream's shift holds.
+            if kind == .audio || senderOffset == nil { senderOffset = change.shift }
+        } else if kind == .audio, change.previousSource != change.mapping.source, let offset = senderOffset {
+            // Audio's SR mapping gave way to capture times: audio stays where it is, and the
+            // other streams move against it by what its SRs were off.
+            senderOffset = offset + change.shift
         }
     }
 
@@ -399,7 +427,7 @@ public struct PublisherMediaReceiver: Sendable {
         let wall = mapping.wallClock(forTimestamp: timestamp, clockRate: track.stream.clockRate)
         switch mapping.source {
         case .arrival: return wall
-        case .senderReport: return wall - (senderOffset ?? 0)
+        case .senderReport, .captureTime: return wall - (senderOffset ?? 0)
         }
     }
 }

@@ -4,6 +4,13 @@
 // audio and video on one timeline. Before the first SR, a provisional mapping anchors the
 // first packet's timestamp on its arrival time (the receiver's clock), so media can flow
 // before the first SR; when the real mapping replaces it, the owner is told by how much it moved.
+//
+// An SR is only as good as its sender's idea of when an RTP timestamp was sampled. libwebrtc
+// (Chrome, Edge, Safari, Firefox) pairs an audio frame's timestamp with the moment the frame
+// was encoded, a frame (10–20 ms) and more after its first sample was captured, so through
+// SRs alone its audio lands that much late against its video. The abs-capture-time header
+// extension carries the true capture time of a packet's first sample on the same NTP clock;
+// a stream that sends it is mapped through it, and its SRs are then ignored.
 
 public struct SenderClockMapping: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
@@ -11,6 +18,12 @@ public struct SenderClockMapping: Sendable, Equatable {
         case arrival
         /// From an RTCP sender report: the sender's NTP clock (µs since the Unix epoch).
         case senderReport
+        /// From the abs-capture-time header extension: when the sample was captured, on the
+        /// sender's NTP clock.
+        case captureTime
+
+        /// On the sender's clock (not the receiver's).
+        public var isSenderClock: Bool { self != .arrival }
     }
 
     /// Unwrapped RTP timestamp of the anchor.
@@ -35,8 +48,10 @@ public struct SenderClockChange: Sendable, Equatable {
     public var mapping: SenderClockMapping
     /// How far the wall-clock time of the same RTP timestamp moved, µs (0 for the first mapping).
     public var shift: Int64
-    /// The mapping went from arrival-based to sender-report-based.
+    /// The mapping went from arrival-based to the sender's clock (an SR or a capture time).
     public var becameSenderBased: Bool
+    /// Where the mapping came from before.
+    public var previousSource: SenderClockMapping.Source
 }
 
 public struct SenderClock: Sendable, Equatable {
@@ -47,6 +62,7 @@ public struct SenderClock: Sendable, Equatable {
     public let resyncThreshold: Int64
     public private(set) var mapping: SenderClockMapping?
     public private(set) var senderReportsUsed: Int = 0
+    public private(set) var captureTimesUsed: Int = 0
     /// The mapping follows 1/`smoothing` of each later SR's error: drift is tracked (it lags by
     /// about `smoothing` reports' worth of it) while report jitter is divided by `smoothing`.
     static let smoothing: Int64 = 8
@@ -63,26 +79,41 @@ public struct SenderClock: Sendable, Equatable {
         guard mapping == nil else { return nil }
         let first = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
         mapping = first
-        return SenderClockChange(mapping: first, shift: 0, becameSenderBased: false)
+        return SenderClockChange(mapping: first, shift: 0, becameSenderBased: false, previousSource: .arrival)
     }
 
     /// An SR for this SSRC; `rtpTimestamp` unwrapped by the same unwrapper as the packets
     /// (`TimestampUnwrapper.peek`). Ignored before the first packet, whose timestamp the
-    /// unwrapping needs as reference. The first SR replaces the provisional mapping; later ones
-    /// nudge it (or replace it, past `resyncThreshold`).
+    /// unwrapping needs as reference, and once the stream sends capture times. The first SR
+    /// replaces the provisional mapping; later ones nudge it (or replace it, past `resyncThreshold`).
     public mutating func senderReport(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
-        guard let old = mapping else { return nil }
-        let measured = NTPTime.unixMicroseconds(fromNTP: ntpTime)
+        guard let old = mapping, old.source != .captureTime else { return nil }
         senderReportsUsed += 1
+        return adopt(NTPTime.unixMicroseconds(fromNTP: ntpTime), forTimestamp: rtpTimestamp, from: .senderReport, old: old)
+    }
+
+    /// A packet's abs-capture-time: its first sample was captured at `ntpTime` on the sender's
+    /// clock (the extension's capture timestamp plus its estimated clock offset, if any);
+    /// `rtpTimestamp` unwrapped as the packets are. The first replaces any other mapping; later
+    /// ones nudge it as SRs do.
+    public mutating func captureTime(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
+        guard let old = mapping else { return nil }
+        captureTimesUsed += 1
+        return adopt(NTPTime.unixMicroseconds(fromNTP: ntpTime), forTimestamp: rtpTimestamp, from: .captureTime, old: old)
+    }
+
+    private mutating func adopt(_ measured: Int64, forTimestamp rtpTimestamp: Int64, from source: SenderClockMapping.Source,
+                                old: SenderClockMapping) -> SenderClockChange? {
         let predicted = old.wallClock(forTimestamp: rtpTimestamp, clockRate: clockRate)
         let error = measured - predicted
-        if old.source == .arrival || abs(error) >= resyncThreshold {
-            let new = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: measured, source: .senderReport)
+        if old.source != source || abs(error) >= resyncThreshold {
+            let new = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: measured, source: source)
             mapping = new
-            return SenderClockChange(mapping: new, shift: error, becameSenderBased: old.source == .arrival)
+            return SenderClockChange(mapping: new, shift: error, becameSenderBased: !old.source.isSenderClock,
+                                     previousSource: old.source)
         }
         mapping = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: predicted + error / Self.smoothing,
-                                     source: .senderReport)
+                                     source: source)
         return nil
     }
 

@@ -84,7 +84,7 @@ public struct NegotiatedMedia: Equatable, Sendable {
     public var kind: MediaKind
     public var codec: NegotiatedCodec
     public var rtx: NegotiatedRTX?
-    /// The header extensions we kept (sdes:mid, abs-send-time; the rid ones with simulcast)
+    /// The header extensions we kept (sdes:mid, abs-send-time, abs-capture-time; the rid ones with simulcast)
     /// with the offer's ids.
     public var headerExtensions: [SDPExtmap]
     /// Announced SSRCs (none for simulcast offers and some clients; then the mid header
@@ -154,7 +154,8 @@ public enum SDPNegotiator {
     /// The RTCP feedback we act on. transport-cc is left out on purpose: we do not send
     /// transport-wide feedback, and offering it would make senders wait for it.
     static let supportedFeedback: Set<String> = ["nack", "nack pli", "ccm fir", "goog-remb"]
-    static let supportedExtensions: Set<String> = [SDPExtmap.midURI, SDPExtmap.absSendTimeURI]
+    /// abs-capture-time: exact capture times, which libwebrtc's audio SRs are not (`SenderClock`).
+    static let supportedExtensions: Set<String> = [SDPExtmap.midURI, SDPExtmap.absSendTimeURI, SDPExtmap.absCaptureTimeURI]
     /// H.264 profile-level-ids in order of preference: constrained baseline 3.1, baseline
     /// 3.1, then constrained high 3.1; any other profile follows in offer order.
     static let preferredH264Profiles = ["42e01f", "42001f", "640c1f"]

@@ -145,6 +145,7 @@ public struct SDPExtmap: Equatable, Sendable {
 
     public static let midURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
     public static let absSendTimeURI = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time"
+    public static let absCaptureTimeURI = "http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time"
     public static let ridURI = "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"
     public static let repairedRidURI = "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"
     public static let transportCCURI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
