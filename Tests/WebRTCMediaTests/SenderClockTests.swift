@@ -41,6 +41,25 @@ struct SenderClockTests {
         #expect(clock.wallClock(forTimestamp: 1000 - 45_000) == 4_500_000)
     }
 
+    @Test("until a report comes, the provisional mapping follows the least-delayed packet (a first burst waited at the sender)")
+    func provisionalFollowsTheLeastDelayed() {
+        var clock = SenderClock(clockRate: 48_000)
+        // Ten 20 ms packets captured before the connection was up arrive at once at 1 s, then
+        // packets come 20 ms apart, 5 ms after capture, with some jitter.
+        for index in 0..<10 { _ = clock.packetArrived(timestamp: Int64(index) * 960, now: 1_000_000) }
+        #expect(clock.wallClock(forTimestamp: 9 * 960) == 1_000_000)
+        for index in 10..<20 {
+            let jitter: Int64 = index % 3 == 0 ? 4_000 : 0
+            _ = clock.packetArrived(timestamp: Int64(index) * 960, now: 1_000_000 + Int64(index - 9) * 20_000 + jitter)
+        }
+        // Packet 10 was the first on time: the mapping is anchored on it, not on the burst.
+        #expect(clock.wallClock(forTimestamp: 10 * 960) == 1_020_000)
+        // A sender-based mapping stays put whatever the arrivals.
+        _ = clock.senderReport(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 20 * 960)
+        _ = clock.packetArrived(timestamp: 21 * 960, now: 0)
+        #expect(clock.wallClock(forTimestamp: 20 * 960) == NTPTimeTests.unix)
+    }
+
     @Test("the first SR replaces it, and says how far the mapping moved")
     func firstSenderReport() throws {
         var clock = SenderClock(clockRate: 90_000)
@@ -55,21 +74,40 @@ struct SenderClockTests {
         #expect(clock.senderReportsUsed == 1)
     }
 
-    @Test("later SRs: drift is followed an eighth at a time, a step of the sender's clock at once")
+    @Test("later SRs: drift is followed (the second report weighs a half), a step of the sender's clock at once")
     func laterReports() {
         var clock = SenderClock(clockRate: 48_000, resyncThreshold: 100_000)
         _ = clock.packetArrived(timestamp: 0, now: 0)
         _ = clock.senderReport(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 0)
-        // One second later by both clocks, plus 800 µs of drift: an eighth of it is taken.
+        // One second later by both clocks, plus 800 µs of drift: half of it is taken.
         let drifted = NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_000_800)
         #expect(clock.senderReport(ntpTime: drifted, rtpTimestamp: 48_000) == nil)
-        #expect(clock.wallClock(forTimestamp: 48_000) == NTPTimeTests.unix + 1_000_100)
+        #expect(clock.wallClock(forTimestamp: 48_000) == NTPTimeTests.unix + 1_000_400)
         // The sender's wall clock was stepped by 2 s.
         let stepped = NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 4_000_000)
         let change = clock.senderReport(ntpTime: stepped, rtpTimestamp: 96_000)
-        #expect(change?.shift == 1_999_900)
+        #expect(change?.shift == 1_999_600)
         #expect(change?.becameSenderBased == false)
         #expect(clock.wallClock(forTimestamp: 96_000) == NTPTimeTests.unix + 4_000_000)
+    }
+
+    @Test("a first report stamped late is averaged away with the next ones (1/n), then an eighth of each is taken")
+    func firstReportsAveraged() {
+        var clock = SenderClock(clockRate: 90_000)
+        _ = clock.packetArrived(timestamp: 0, now: 0)
+        // The first SR is 8 ms late (a sender starting up); the others are exact.
+        var errors: [Int64] = []
+        for second in 0..<10 {
+            let truth = NTPTimeTests.unix + Int64(second) * 1_000_000
+            let stamped = second == 0 ? truth + 8_000 : truth
+            _ = clock.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: stamped), rtpTimestamp: Int64(second) * 90_000)
+            errors.append((clock.wallClock(forTimestamp: Int64(second) * 90_000) ?? 0) - truth)
+        }
+        // After n reports the error is 8 ms / n (an eighth at a time from the start would leave
+        // 5.4 ms after four); from the ninth, an eighth of it goes each time.
+        // (whole microseconds: within a few of it).
+        #expect(errors[..<8].enumerated().allSatisfy { abs($0.element - 8_000 / Int64($0.offset + 1)) <= 5 }, "\(errors)")
+        #expect(errors[8] == errors[7] - errors[7] / 8 && errors[9] == errors[8] - errors[8] / 8, "\(errors)")
     }
 
     @Test("a steady drift is tracked and the jitter of report times is smoothed")
@@ -131,11 +169,11 @@ struct SenderClockTests {
         #expect(change.mapping == SenderClockMapping(anchorTimestamp: 960, anchorWallClock: NTPTimeTests.unix, source: .captureTime))
         #expect(change.shift == -40_000)
         #expect(change.previousSource == .senderReport && !change.becameSenderBased)
-        // Later SRs change nothing; later capture times are followed an eighth at a time.
+        // Later SRs change nothing; later capture times are followed (the second by half).
         #expect(clock.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 500_000), rtpTimestamp: 960) == nil)
         #expect(clock.wallClock(forTimestamp: 960) == NTPTimeTests.unix)
         #expect(clock.captureTime(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_000_800), rtpTimestamp: 48_960) == nil)
-        #expect(clock.wallClock(forTimestamp: 48_960) == NTPTimeTests.unix + 1_000_100)
+        #expect(clock.wallClock(forTimestamp: 48_960) == NTPTimeTests.unix + 1_000_400)
         #expect(clock.senderReportsUsed == 1 && clock.captureTimesUsed == 2)
         // Straight from the arrival mapping, a capture time makes the stream sender-based.
         var fresh = SenderClock(clockRate: 90_000)

@@ -65,7 +65,12 @@ public struct SenderClock: Sendable, Equatable {
     public private(set) var captureTimesUsed: Int = 0
     /// The mapping follows 1/`smoothing` of each later SR's error: drift is tracked (it lags by
     /// about `smoothing` reports' worth of it) while report jitter is divided by `smoothing`.
+    /// The first reports of a source are averaged instead (the n-th weighs 1/n), so the error
+    /// of the first one, which a sender starting up often stamps late, is gone in a few reports
+    /// rather than decaying over `smoothing` of them.
     static let smoothing: Int64 = 8
+    /// Reports of the mapping's source since it was adopted (the adopting one included).
+    private var reportsOfSource: Int64 = 0
 
     public init(clockRate: Int, resyncThreshold: Int64 = 100_000) {
         precondition(clockRate > 0, "clock rate must be positive")
@@ -74,12 +79,21 @@ public struct SenderClock: Sendable, Equatable {
     }
 
     /// A media packet with unwrapped `timestamp` arrived at `now` (µs). The first one
-    /// anchors a provisional mapping, if no SR came before.
+    /// anchors a provisional mapping, if no SR came before. Until one does, the mapping follows
+    /// the least-delayed packet: a sender's first packets often wait in its queue until the
+    /// connection is up and come in a burst, and anchoring on the first of them would put the
+    /// whole stream that late (a browser's audio up to 200 ms) until its first report.
     public mutating func packetArrived(timestamp: Int64, now: Int64) -> SenderClockChange? {
-        guard mapping == nil else { return nil }
-        let first = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
-        mapping = first
-        return SenderClockChange(mapping: first, shift: 0, becameSenderBased: false, previousSource: .arrival)
+        guard let current = mapping else {
+            let first = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
+            mapping = first
+            return SenderClockChange(mapping: first, shift: 0, becameSenderBased: false, previousSource: .arrival)
+        }
+        let predicted = current.wallClock(forTimestamp: timestamp, clockRate: clockRate)
+        if current.source == .arrival, now < predicted {
+            mapping = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
+        }
+        return nil
     }
 
     /// An SR for this SSRC; `rtpTimestamp` unwrapped by the same unwrapper as the packets
@@ -109,10 +123,12 @@ public struct SenderClock: Sendable, Equatable {
         if old.source != source || abs(error) >= resyncThreshold {
             let new = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: measured, source: source)
             mapping = new
+            reportsOfSource = 1
             return SenderClockChange(mapping: new, shift: error, becameSenderBased: !old.source.isSenderClock,
                                      previousSource: old.source)
         }
-        mapping = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: predicted + error / Self.smoothing,
+        reportsOfSource += 1
+        mapping = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: predicted + error / min(reportsOfSource, Self.smoothing),
                                      source: source)
         return nil
     }
