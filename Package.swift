@@ -216,7 +216,7 @@ let package = Package(
         ),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages", "TestSupport"]),
-        .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg"]),
+        .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg", "MediaCore", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport"], exclude: ["Corpus"]),
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),

@@ -486,13 +486,17 @@ def chromium_flash_and_beep(d, capture_time, bound):
     # The page reads the frames' capture times against its own clock; the audio chunks'
     # timestamps must be on that clock already (they arrive within a few ms of them).
     check(abs(result["source"]["audio_lag_ms"]) < 100, f"audio timestamps on the page's clock: {result['source']['audio_lag_ms']}")
-    skew = sorted(skews)[len(skews) // 2]
-    ours = [o - skew for o in offsets]
+    # Chromium's fake microphone skips a 10 ms buffer now and then when the machine is busy
+    # (its file then runs behind the camera's), so the source's own offset may step during a
+    # run; the composite follows it within a few seconds. Each composite offset must lie
+    # within `bound` of what the source itself did over the run (when it held still, as it
+    # mostly does: within `bound` of that one offset).
+    low, high = min(skews), max(skews)
+    outside = [o for o in offsets if not low - bound <= o <= high + bound]
     print(f"A/V offset (audio - video), Chromium{' with abs-capture-time' if capture_time else ''}: "
-          f"{[round(o * 1000) for o in offsets]} ms; the source's own {[round(s * 1000) for s in skews]} ms; "
-          f"the difference {[round(o * 1000) for o in ours]} ms")
-    check(all(abs(o) <= bound for o in ours), f"|A/V offset| beyond the source's own > {bound * 1000:.0f} ms: {ours}")
-
+          f"{[round(o * 1000) for o in offsets]} ms; the source's own {[round(s * 1000) for s in skews]} ms")
+    check(not outside, f"A/V offsets more than {bound * 1000:.0f} ms beyond the source's own "
+                       f"({low * 1000:.0f} to {high * 1000:.0f} ms): {[round(o * 1000) for o in outside]} ms")
 
 def test_chromium_publishes_flash_and_beep(d):
     """chromium_flash_and_beep, audio timed by Chromium's sender reports. libwebrtc stamps an

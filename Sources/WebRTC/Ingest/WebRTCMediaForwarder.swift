@@ -1,7 +1,8 @@
 // Access units of one WHIP publisher into its LivePublisher: the same media path as RTMP
 // (queues, the stage clock, the compositions' decoders). H.264 arrives as Annex B with its
 // parameter sets in band, VP8 as frames, Opus as packets; each stream is announced before its
-// first frame, with an OpusHead for Opus (always 48 kHz; two channels decode mono and stereo).
+// first frame, with an OpusHead for Opus (`OpusStream`: always 48 kHz; two channels decode
+// mono and stereo), and Opus packets are timed back by the encoder's lookahead.
 
 public import LiveStage
 import FFmpeg
@@ -31,13 +32,10 @@ public struct WebRTCMediaForwarder {
         case .opus:
             if !audioAnnounced {
                 audioAnnounced = true
-                publisher.announce(CodecConfiguration(codec: .opus, extradata: Self.opusHead, sampleRate: 48_000, channelCount: 2))
+                publisher.announce(CodecConfiguration(codec: .opus, extradata: OpusStream.identificationHeader,
+                                                      sampleRate: OpusStream.sampleRate, channelCount: 2))
             }
-            publisher.push(.audio, data: unit.data, timestamp: unit.time, isKeyframe: true)
+            publisher.push(.audio, data: unit.data, timestamp: OpusStream.decodeTime(ofPacketAt: unit.time), isKeyframe: true)
         }
     }
-
-    /// RFC 7845 §5.1 identification header: version 1, 2 channels, 312 samples of pre-skip
-    /// (libopus' default), 48 kHz input, 0 dB gain, mapping family 0.
-    static let opusHead: [UInt8] = Array("OpusHead".utf8) + [1, 2, 0x38, 0x01, 0x80, 0xBB, 0x00, 0x00, 0, 0, 0]
 }
