@@ -16,19 +16,10 @@ import TestSupport
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("beep.ogg").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "aevalsrc=exprs='0.8*sin(2*PI*2000*t)*between(t,1,1.06)':s=48000:d=2",
-                             "-c:a", "libopus", "-application", "voip", "-frame_duration", "20", "-b:a", "96k", "-f", "ogg", path]
-        let errors = Pipe.closedOnExec()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: String(decoding: message, as: UTF8.self)])
-        }
+        let (status, errors) = try runTool("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "aevalsrc=exprs='0.8*sin(2*PI*2000*t)*between(t,1,1.06)':s=48000:d=2",
+            "-c:a", "libopus", "-application", "voip", "-frame_duration", "20", "-b:a", "96k", "-f", "ogg", path])
+        guard status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: errors]) }
         let demuxer = try Demuxer(url: path)
         let packet = Packet()
         var packets: [[UInt8]] = []

@@ -19,3 +19,18 @@ extension Pipe {
         return pipe
     }
 }
+
+/// Runs a tool found on PATH to its end: its exit status and what it wrote to standard error
+/// (standard output is dropped), with pipes no other child inherits.
+public func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, errors: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [executable] + arguments
+    let errors = Pipe.closedOnExec()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let message = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: message, as: UTF8.self))
+}
