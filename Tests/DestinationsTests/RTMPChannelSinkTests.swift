@@ -56,29 +56,16 @@ extension ChannelEvent {
     var reconnectingReason: ChannelFailure.Reason? { if case .reconnecting(let failure) = self { failure.reason } else { nil } }
 }
 
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: Data) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    let output = Pipe.closedOnExec()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, data)
-}
-
 /// ffprobe `key=value` lines for the streams and format of `path`, keyed "video.width",
 /// "audio.codec_name", "format.duration" ...
 func probe(_ path: String) throws -> [String: String] {
-    let (status, data) = try run("ffprobe", ["-v", "error", "-show_entries",
+    let probed = try runTool("ffprobe", ["-v", "error", "-show_entries",
         "stream=codec_type,codec_name,width,height,avg_frame_rate,r_frame_rate,sample_rate,channels,start_time:format=duration,start_time",
         "-of", "flat=s=.", path])
-    #expect(status == 0, "ffprobe failed on \(path)")
+    #expect(probed.status == 0, "ffprobe failed on \(path)")
     var fields: [String: String] = [:]
     var typeOfStream: [String: String] = [:]
-    let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    let lines = probed.text.split(separator: "\n").map(String.init)
     for line in lines {
         let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { continue }
@@ -99,10 +86,10 @@ func probe(_ path: String) throws -> [String: String] {
 
 /// Decodes the video frame at `seconds` as RGB24 and returns the pixel at each point.
 func pixels(of path: String, at seconds: Double, width: Int, height: Int, points: [(Int, Int)]) throws -> [(UInt8, UInt8, UInt8)] {
-    let (status, data) = try run("ffmpeg", ["-v", "error", "-ss", String(seconds), "-i", path, "-frames:v", "1",
-                                            "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
-    #expect(status == 0)
-    let bytes = [UInt8](data)
+    let decoded = try runTool("ffmpeg", ["-v", "error", "-ss", String(seconds), "-i", path, "-frames:v", "1",
+                                         "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+    #expect(decoded.status == 0)
+    let bytes = [UInt8](decoded.output)
     guard bytes.count == width * height * 3 else {
         Issue.record("decoded \(bytes.count) bytes, expected \(width * height * 3)")
         return []
@@ -290,9 +277,9 @@ func channel(port: Int, key: String, maxRetries: Int = 5, base: MediaTime = .mil
         #expect(abs(start.remainder(dividingBy: 2)) < 0.001, "resumed on a 2 s keyframe, at \(start) s")
         let end = Double(fields["format.duration"] ?? "") ?? 0  // FLV: the last timestamp
         #expect(abs(end - 6) < 0.2, "resumed stream ends at \(end) s")
-        let (_, keyframes) = try run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=key_frame",
-                                                 "-read_intervals", "%+#1", "-of", "csv=p=0", flv])
-        #expect(String(decoding: keyframes, as: UTF8.self).hasPrefix("1"), "first resumed frame is a keyframe")
+        let keyframes = try runTool("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=key_frame",
+                                                   "-read_intervals", "%+#1", "-of", "csv=p=0", flv])
+        #expect(keyframes.text.hasPrefix("1"), "first resumed frame is a keyframe")
     }
 
     /// RTMPS through a TLS terminator (nginx's stream module) in front of nginx-rtmp, the

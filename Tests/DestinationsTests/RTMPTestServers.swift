@@ -5,6 +5,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -137,11 +138,11 @@ final class NginxRTMPServer: @unchecked Sendable {
         if let tlsPort {
             let tls = directory.appendingPathComponent("tls")
             try FileManager.default.createDirectory(at: tls, withIntermediateDirectories: true)
-            let (status, output) = try run("openssl", [
+            let generated = try runTool("openssl", [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                "-keyout", tls.appendingPathComponent("key.pem").path, "-out", certificate])
-            guard status == 0 else { throw SocketError("openssl req: \(String(decoding: output, as: UTF8.self))") }
+                "-keyout", tls.appendingPathComponent("key.pem").path, "-out", certificate], keeping: .both)
+            guard generated.status == 0 else { throw SocketError("openssl req: \(generated.text)") }
             front = """
             load_module /usr/lib/nginx/modules/ngx_stream_module.so;
             stream {

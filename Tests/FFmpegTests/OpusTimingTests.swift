@@ -16,10 +16,10 @@ import TestSupport
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("beep.ogg").path
-        let (status, errors) = try runTool("ffmpeg", [
+        let encoded = try runTool("ffmpeg", [
             "-v", "error", "-f", "lavfi", "-i", "aevalsrc=exprs='0.8*sin(2*PI*2000*t)*between(t,1,1.06)':s=48000:d=2",
-            "-c:a", "libopus", "-application", "voip", "-frame_duration", "20", "-b:a", "96k", "-f", "ogg", path])
-        guard status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: errors]) }
+            "-c:a", "libopus", "-application", "voip", "-frame_duration", "20", "-b:a", "96k", "-f", "ogg", path], keeping: .standardError)
+        guard encoded.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: encoded.text]) }
         let demuxer = try Demuxer(url: path)
         let packet = Packet()
         var packets: [[UInt8]] = []

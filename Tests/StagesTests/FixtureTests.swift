@@ -6,29 +6,15 @@ import TestSupport
 /// The repository root, from this file's path (Tests/StagesTests/FixtureTests.swift).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// Runs a tool and returns (exit status, stdout + stderr when `stderr` is set, else stdout).
-func run(_ executable: String, _ arguments: [String], stderr: Bool = false) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    let output = Pipe.closedOnExec()
-    process.standardOutput = output
-    process.standardError = stderr ? output : FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
 /// `ffprobe` fields of the first video and audio streams ("video.width", "audio.sample_rate",
 /// "rotation", "duration").
 func probe(_ path: String) throws -> [String: String] {
-    let (status, text) = try run("ffprobe", ["-v", "error", "-show_entries",
+    let probed = try runTool("ffprobe", ["-v", "error", "-show_entries",
         "stream=codec_type,codec_name,width,height,sample_rate,channels:stream_side_data=rotation:format=duration", path])
-    #expect(status == 0, "ffprobe failed on \(path)")
+    #expect(probed.status == 0, "ffprobe failed on \(path)")
     var fields: [String: String] = [:]
     var section: [String: String] = [:]
-    for line in text.split(separator: "\n").map(String.init) {
+    for line in probed.text.split(separator: "\n").map(String.init) {
         if line == "[/STREAM]" {
             let type = section["codec_type"] ?? "unknown"
             for (key, value) in section where key != "codec_type" {
@@ -45,7 +31,7 @@ func probe(_ path: String) throws -> [String: String] {
     return fields
 }
 
-let ffmpegAvailable = (try? run("ffprobe", ["-version"]).0) == 0
+let ffmpegAvailable = (try? runTool("ffprobe", ["-version"]).status) == 0
 
 @Suite(.enabled(if: ffmpegAvailable, "needs ffmpeg/ffprobe")) struct FixtureTests {
     @Test(arguments: ["two-people", "four-grid", "ivs-hls"])
@@ -86,10 +72,10 @@ let ffmpegAvailable = (try? run("ffprobe", ["-version"]).0) == 0
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("fixture-edges-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
         let script = repositoryRoot.appendingPathComponent("scripts/make-fixture.sh").path
-        let (status, _) = try run("bash", [script, "--out", out.path, "--duration", "2", "--participants", "1",
-                                           "--resolution-change", "--samplerate-change", "--corrupt", "--rotated",
-                                           "--odd-size", "--above-1080p"])
-        try #require(status == 0)
+        let generated = try runTool("bash", [script, "--out", out.path, "--duration", "2", "--participants", "1",
+                                                 "--resolution-change", "--samplerate-change", "--corrupt", "--rotated",
+                                                 "--odd-size", "--above-1080p"])
+        try #require(generated.status == 0)
         let stage = try RecordedStage.load(from: out.path)
         #expect(stage.manifest.participants.map(\.participantId) == [
             "p0", "edge-resolution-change", "edge-samplerate-change", "edge-corrupt", "edge-rotated", "edge-odd-size", "edge-above-1080p",
@@ -102,9 +88,9 @@ let ffmpegAvailable = (try? run("ffprobe", ["-version"]).0) == 0
         #expect(big["video.width"] == "2560" && big["video.height"] == "1440")
         #expect(try probe(media("edge-corrupt"))["video.codec_name"] == "h264")
         // The switches happen inside the stream: count decoded frame sizes and audio rates.
-        let (_, sizes) = try run("ffmpeg", ["-nostdin", "-i", media("edge-resolution-change"), "-vf", "showinfo", "-f", "null", "-"], stderr: true)
+        let sizes = try runTool("ffmpeg", ["-nostdin", "-i", media("edge-resolution-change"), "-vf", "showinfo", "-f", "null", "-"], keeping: .both).text
         #expect(Set(sizes.matches(of: /\ss:(\d+x\d+)\s/).map { String($0.1) }) == ["320x180", "480x270"])
-        let (_, rates) = try run("ffmpeg", ["-nostdin", "-i", media("edge-samplerate-change"), "-af", "ashowinfo", "-f", "null", "-"], stderr: true)
+        let rates = try runTool("ffmpeg", ["-nostdin", "-i", media("edge-samplerate-change"), "-af", "ashowinfo", "-f", "null", "-"], keeping: .both).text
         #expect(Set(rates.matches(of: /rate:(\d+)/).map { String($0.1) }) == ["48000", "44100"])
     }
 }

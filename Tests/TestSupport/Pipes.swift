@@ -20,17 +20,29 @@ extension Pipe {
     }
 }
 
-/// Runs a tool found on PATH to its end: its exit status and what it wrote to standard error
-/// (standard output is dropped), with pipes no other child inherits.
-public func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, errors: String) {
+/// Which of a tool's output streams `runTool` keeps; the other goes to /dev/null.
+public enum ToolStreams: Sendable {
+    case standardOutput, standardError, both
+}
+
+/// What a tool run to its end left: its exit status and the streams that were kept.
+public struct ToolRun: Sendable {
+    public let status: Int32
+    public let output: Data
+    public var text: String { String(decoding: output, as: UTF8.self) }
+}
+
+/// Runs a tool found on PATH to its end, keeping `streams` (standard output unless told),
+/// with pipes no other child inherits.
+public func runTool(_ executable: String, _ arguments: [String], keeping streams: ToolStreams = .standardOutput) throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [executable] + arguments
-    let errors = Pipe.closedOnExec()
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
+    let kept = Pipe.closedOnExec()
+    process.standardOutput = streams == .standardError ? FileHandle.nullDevice : kept
+    process.standardError = streams == .standardOutput ? FileHandle.nullDevice : kept
     try process.run()
-    let message = errors.fileHandleForReading.readDataToEndOfFile()
+    let output = kept.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: message, as: UTF8.self))
+    return ToolRun(status: process.terminationStatus, output: output)
 }
