@@ -158,7 +158,7 @@ struct SenderClockTests {
         #expect(videoAtT == NTPTimeTests.unix + 3_000_000)
     }
 
-    @Test("capture times replace any other mapping and nudge it after; SRs are then ignored")
+    @Test("capture times replace any other mapping and are followed as they come; SRs are then ignored")
     func captureTimes() throws {
         var clock = SenderClock(clockRate: 48_000)
         _ = clock.packetArrived(timestamp: 0, now: 0)
@@ -169,12 +169,18 @@ struct SenderClockTests {
         #expect(change.mapping == SenderClockMapping(anchorTimestamp: 960, anchorWallClock: NTPTimeTests.unix, source: .captureTime))
         #expect(change.shift == -40_000)
         #expect(change.previousSource == .senderReport && !change.becameSenderBased)
-        // Later SRs change nothing; later capture times are followed (the second by half).
+        // Later SRs change nothing; later capture times are followed as they are, unsmoothed:
+        // a clock 0.8 ms fast, then a microphone that skipped a 10 ms buffer, then three more.
         #expect(clock.senderReport(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 500_000), rtpTimestamp: 960) == nil)
         #expect(clock.wallClock(forTimestamp: 960) == NTPTimeTests.unix)
         #expect(clock.captureTime(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_000_800), rtpTimestamp: 48_960) == nil)
-        #expect(clock.wallClock(forTimestamp: 48_960) == NTPTimeTests.unix + 1_000_400)
-        #expect(clock.senderReportsUsed == 1 && clock.captureTimesUsed == 2)
+        #expect(clock.wallClock(forTimestamp: 48_960) == NTPTimeTests.unix + 1_000_800)
+        #expect(clock.captureTime(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_030_800), rtpTimestamp: 49_920) == nil)
+        #expect(clock.wallClock(forTimestamp: 49_920) == NTPTimeTests.unix + 1_030_800)
+        #expect(clock.captureTime(ntpTime: NTPTime.ntp(fromUnixMicroseconds: NTPTimeTests.unix + 1_080_800), rtpTimestamp: 50_880) == nil)
+        #expect(clock.wallClock(forTimestamp: 50_880) == NTPTimeTests.unix + 1_080_800)
+        #expect(clock.wallClock(forTimestamp: 51_840) == NTPTimeTests.unix + 1_100_800)
+        #expect(clock.senderReportsUsed == 1 && clock.captureTimesUsed == 4)
         // Straight from the arrival mapping, a capture time makes the stream sender-based.
         var fresh = SenderClock(clockRate: 90_000)
         #expect(fresh.captureTime(ntpTime: NTPTimeTests.ntp, rtpTimestamp: 0) == nil)  // no packet yet

@@ -169,7 +169,12 @@ class FrameLuma:
 
 
 def av_offsets(path, width, height, luma_threshold, beep_threshold, window=0.4):
-    """(beep onset - flash onset) in seconds, for each flash of a picture that flashes bright
+    """av_onsets without the flashes' times: (beep onset - flash onset) in seconds, per flash."""
+    return [offset for _, offset in av_onsets(path, width, height, luma_threshold, beep_threshold, window)]
+
+
+def av_onsets(path, width, height, luma_threshold, beep_threshold, window=0.4):
+    """(flash onset, beep onset - flash onset) in seconds, for each flash of a picture that flashes bright
     with a beep (an audio envelope rising through `beep_threshold`) at the same instants. Both
     onsets are on the file's own clock: the flash is the presentation time of its first frame,
     the beep is the audio's start time plus where the envelope rises, to the millisecond.
@@ -185,7 +190,7 @@ def av_offsets(path, width, height, luma_threshold, beep_threshold, window=0.4):
     for flash in flashes:
         nearest_beep = min(beeps, key=lambda b: abs(b - flash), default=None)
         if nearest_beep is not None and abs(nearest_beep - flash) < window:
-            offsets.append(nearest_beep - flash)
+            offsets.append((flash, nearest_beep - flash))
     return offsets
 
 

@@ -6,6 +6,9 @@
   D/audio.wav  48 kHz mono s16, a sine tone (amplitude 0.25) with a louder 2 kHz beep
                (amplitude 0.8) of 60 ms starting at the same instants t = 0, S, 2S, ...
 
+With --flash-gaps G1,G2,... the instants are 0, G1, G1+G2, ... (the gaps repeat): an irregular
+pattern lets a test tell which flash of the source a flash of the composite is.
+
 Chromium loops both files (--use-file-for-fake-video-capture / --use-file-for-fake-audio-capture),
 so make --duration a multiple of --flash-every and the flashes stay periodic across the loop.
 Size: 345,600 bytes per 640x360 frame (a 4 s clip is 41 MB).
@@ -46,6 +49,7 @@ def main():
     p.add_argument("--color", default="0,0,255", help="R,G,B (default blue)")
     p.add_argument("--tone-hz", type=float, default=440.0)
     p.add_argument("--flash-every", type=float, default=1.0, help="seconds between flashes/beeps (0 = none)")
+    p.add_argument("--flash-gaps", default="", help="seconds between successive flashes, repeated (overrides --flash-every)")
     p.add_argument("--duration", type=float, default=4.0, help="clip length in seconds (loops)")
     p.add_argument("--width", type=int, default=640)
     p.add_argument("--height", type=int, default=360)
@@ -65,7 +69,16 @@ def main():
     w, h, fps = args.width, args.height, args.fps
     frames = int(round(args.duration * fps))
     instants = []
-    if args.flash_every > 0:
+    if args.flash_gaps:
+        gaps = [float(g) for g in args.flash_gaps.split(",")]
+        if min(gaps) <= 0:
+            p.error("--flash-gaps must be positive")
+        t, n = 0.0, 0
+        while t < args.duration - 1e-9:
+            instants.append(round(t, 6))
+            t += gaps[n % len(gaps)]
+            n += 1
+    elif args.flash_every > 0:
         n = 0
         while n * args.flash_every < args.duration - 1e-9:
             instants.append(n * args.flash_every)

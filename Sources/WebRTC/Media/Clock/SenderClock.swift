@@ -10,7 +10,10 @@
 // was encoded, a frame (10–20 ms) and more after its first sample was captured, so through
 // SRs alone its audio lands that much late against its video. The abs-capture-time header
 // extension carries the true capture time of a packet's first sample on the same NTP clock;
-// a stream that sends it is mapped through it, and its SRs are then ignored.
+// a stream that sends it is mapped through it, and its SRs are then ignored. Capture times
+// are followed as they come, not smoothed: they are stamped when the sample was captured, not
+// when a report happened to be sent, and libwebrtc sends one whenever the capture clock moves
+// away from the RTP clock by over a millisecond (a microphone that skipped a buffer).
 
 public struct SenderClockMapping: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
@@ -67,7 +70,7 @@ public struct SenderClock: Sendable, Equatable {
     /// about `smoothing` reports' worth of it) while report jitter is divided by `smoothing`.
     /// The first reports of a source are averaged instead (the n-th weighs 1/n), so the error
     /// of the first one, which a sender starting up often stamps late, is gone in a few reports
-    /// rather than decaying over `smoothing` of them.
+    /// rather than decaying over `smoothing` of them. Capture times are not smoothed.
     static let smoothing: Int64 = 8
     /// Reports of the mapping's source since it was adopted (the adopting one included).
     private var reportsOfSource: Int64 = 0
@@ -108,8 +111,8 @@ public struct SenderClock: Sendable, Equatable {
 
     /// A packet's abs-capture-time: its first sample was captured at `ntpTime` on the sender's
     /// clock (the extension's capture timestamp plus its estimated clock offset, if any);
-    /// `rtpTimestamp` unwrapped as the packets are. The first replaces any other mapping; later
-    /// ones nudge it as SRs do.
+    /// `rtpTimestamp` unwrapped as the packets are. The first replaces any other mapping; each
+    /// later one is followed as it is (a step past `resyncThreshold` is reported).
     public mutating func captureTime(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
         guard let old = mapping else { return nil }
         captureTimesUsed += 1
@@ -128,8 +131,8 @@ public struct SenderClock: Sendable, Equatable {
                                      previousSource: old.source)
         }
         reportsOfSource += 1
-        mapping = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: predicted + error / min(reportsOfSource, Self.smoothing),
-                                     source: source)
+        let weight = source == .captureTime ? 1 : min(reportsOfSource, Self.smoothing)
+        mapping = SenderClockMapping(anchorTimestamp: rtpTimestamp, anchorWallClock: predicted + error / weight, source: source)
         return nil
     }
 
