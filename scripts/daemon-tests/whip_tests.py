@@ -439,17 +439,18 @@ FLASH_GAP_FRAMES = (27, 29, 23, 32, 35, 24, 22, 22, 20, 32, 37, 29, 21, 27, 36, 
                     31, 28, 25, 23, 28, 26, 20, 40, 28, 28, 26, 25, 29, 29, 40, 31)
 
 
-def matched_with_source(composite, source, tolerance=0.08):
+def matched_with_source(composite, source, tolerance=0.05):
     """Each composite flash (time, offset) that shows a flash the page timed (time, skew), as
-    (composite offset, source skew): the two clocks differ by a constant, taken as the one that
-    lines up the most flashes. The flash gaps are irregular, so only the right constant lines
-    up more than a few; it must line up at least twice as many as any other."""
+    (composite offset, source skew, how far off the constant its time is): the two clocks
+    differ by a constant, taken as the one that lines up the most flashes. The flash gaps are
+    irregular, so only the right constant lines up more than a few; it must line up at least 3
+    more than any other."""
     def aligned(delta):
         pairs = []
         for at, offset in composite:
             nearest = min(source, key=lambda s: abs(at - s[0] - delta))
             if abs(at - nearest[0] - delta) < tolerance:
-                pairs.append((offset, nearest[1]))
+                pairs.append((offset, nearest[1], at - nearest[0] - delta))
         return pairs
     candidates = sorted({round(c - s, 3) for c, _ in composite for s, _ in source})
     counted = sorted(((len(aligned(delta)), delta) for delta in candidates), reverse=True)
@@ -529,9 +530,11 @@ def chromium_flash_and_beep(d, capture_time, bound):
         # Capture times carry each step, and each is followed: every composite flash must be
         # within `bound` of the source's own offset at that same flash.
         pairs = matched_with_source(onsets, timed)
-        print(f"A/V offset flash by flash (composite, source): {[(round(o * 1000), round(s * 1000)) for o, s in pairs]} ms")
+        residuals = [r for _, _, r in pairs]
+        print(f"A/V offset flash by flash (composite, source): {[(round(o * 1000), round(s * 1000)) for o, s, _ in pairs]} ms "
+              f"(times lined up within {round(min(residuals, default=0) * 1000)}..{round(max(residuals, default=0) * 1000)} ms)")
         check(len(pairs) >= 8, f"composite flashes matched with the source's: {len(pairs)}")
-        apart = [(round(o * 1000), round(s * 1000)) for o, s in pairs if abs(o - s) > bound]
+        apart = [(round(o * 1000), round(s * 1000)) for o, s, _ in pairs if abs(o - s) > bound]
         check(not apart, f"A/V offsets more than {bound * 1000:.0f} ms from the source's own at the same flash "
                          f"(composite, source): {apart} ms")
     else:
