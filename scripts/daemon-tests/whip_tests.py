@@ -465,10 +465,10 @@ def matched_with_source(composite, source, tolerance=0.05):
 
 def chromium_flash_and_beep(d, capture_time, bound):
     """Headless Chromium publishes a blue picture with a 880 Hz tone, flashing white with a
-    2 kHz beep at irregular instants about a second apart, from Y4M/WAV fake devices: the composite shows blue and the
-    tone, and each flash and its beep are within `bound` s of each other once the offset the
-    source itself carries (measured in the page) is taken out. The time from the page's first
-    frame to the composition's ACTIVE is reported."""
+    2 kHz beep at irregular instants about a second apart, from Y4M/WAV fake devices: the
+    composite shows blue and the tone, and each flash and its beep are within `bound` s of
+    each other once the offset the source itself carries (measured in the page) is taken out.
+    The time from the page's first frame to the composition's ACTIVE is reported."""
     files = chromium_fixture(d, color="0,0,255", tone_hz=880, flash_gaps=",".join(str(f / 30) for f in FLASH_GAP_FRAMES),
                              duration=sum(FLASH_GAP_FRAMES) / 30, width=320, height=180)
     # Long enough an idle timeout for Chromium to start while the composition waits.
