@@ -227,7 +227,7 @@ let package = Package(
                                                             "WebRTCSignal", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "TestSupport",
+        .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "Stages", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "TestSupport"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(

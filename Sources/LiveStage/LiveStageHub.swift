@@ -53,6 +53,10 @@ public final class LiveStageHub: Sendable {
         /// In join order.
         var publishers: [LivePublisher] = []
         var subscriptions: [LiveStageSubscription] = []
+        /// Each participant's place in the order of arrival on the stage, kept across its
+        /// reconnects (for as long as the stage has publishers or compositions), so a
+        /// reconnect keeps its tile and every composition orders tiles alike.
+        var arrivals: [String: Int] = [:]
     }
 
     public let clock: any MediaClock
@@ -71,10 +75,12 @@ public final class LiveStageHub: Sendable {
     public func join(stageArn: String, identity: LiveParticipantIdentity,
                      disconnect: @escaping @Sendable (String) -> Void = { _ in }) -> LivePublisher {
         let generation = generations.add(1, ordering: .relaxed).newValue
-        let publisher = LivePublisher(hub: self, stageArn: stageArn, identity: identity, generation: generation,
-                                      disconnect: disconnect)
-        let replaced: LivePublisher? = stages.withLock { stages in
+        let (publisher, replaced): (LivePublisher, LivePublisher?) = stages.withLock { stages in
             var stage = stages[stageArn] ?? StageState()
+            let arrival = stage.arrivals[identity.participantId] ?? stage.arrivals.count
+            stage.arrivals[identity.participantId] = arrival
+            let publisher = LivePublisher(hub: self, stageArn: stageArn, identity: identity, generation: generation,
+                                          arrivalIndex: arrival, disconnect: disconnect)
             let old = stage.publishers.first { $0.identity.participantId == identity.participantId }
             stage.publishers.removeAll { $0.identity.participantId == identity.participantId }
             stage.publishers.append(publisher)
@@ -85,7 +91,7 @@ public final class LiveStageHub: Sendable {
                 subscription.add(LiveStageSubscription.Entry(publisher: publisher, queue: queue))
             }
             stages[stageArn] = stage
-            return old
+            return (publisher, old)
         }
         replaced?.end(notifyHub: false)
         return publisher
@@ -162,12 +168,15 @@ public final class LivePublisher: Sendable {
     public let identity: LiveParticipantIdentity
     /// Distinguishes a reconnect (same participant ID) from the connection it replaces.
     public let generation: UInt64
+    /// The participant's place in the stage's order of arrival (a reconnect keeps it).
+    public let arrivalIndex: Int
     private let hub: LiveStageHub
     let disconnectHandler: @Sendable (String) -> Void
     private let state: Mutex<State>
 
-    init(hub: LiveStageHub, stageArn: String, identity: LiveParticipantIdentity, generation: UInt64,
+    init(hub: LiveStageHub, stageArn: String, identity: LiveParticipantIdentity, generation: UInt64, arrivalIndex: Int,
          disconnect: @escaping @Sendable (String) -> Void) {
+        self.arrivalIndex = arrivalIndex
         self.hub = hub
         self.stageArn = stageArn
         self.identity = identity

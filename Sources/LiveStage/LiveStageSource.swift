@@ -21,9 +21,6 @@ public final class LiveStageSource: StageSource {
     private let logger: Logger
     private var seenVersion: UInt64?
     private var active: [String: Active] = [:]
-    /// Arrival order of every participant this composition has seen; a reconnect keeps its
-    /// place so its tile does not move.
-    private var arrival: [String: Int] = [:]
     private var states: [StageParticipantState] = []
     /// Stage-clock µs of the composition's first frame.
     public private(set) var origin: Int64
@@ -53,6 +50,12 @@ public final class LiveStageSource: StageSource {
 
     public func subscriber(for participantId: String) -> ParticipantSubscriber? { active[participantId]?.subscriber }
 
+    /// Packets this composition's queues dropped so far, per participant on the stage now
+    /// (a consumer that fell behind: the publisher freezes until its next keyframe).
+    public func droppedPackets() -> [(participantId: String, packets: Int64)] {
+        subscription.snapshot().entries.map { ($0.publisher.identity.participantId, $0.queue.counters.dropped) }
+    }
+
     public func participants(at stageTime: MediaTime) -> [StageParticipantState] {
         refresh()
         // Video counts as stopped once nothing arrived for a while (RTMP has no signal for
@@ -77,7 +80,6 @@ public final class LiveStageSource: StageSource {
             let id = entry.publisher.identity.participantId
             present.insert(id)
             if let current = active[id], current.generation == entry.publisher.generation { continue }
-            if arrival[id] == nil { arrival[id] = arrival.count }
             var participantLogger = logger
             participantLogger[metadataKey: "participant.id"] = "\(id)"
             do {
@@ -99,7 +101,7 @@ public final class LiveStageSource: StageSource {
             guard active[identity.participantId] != nil else { return nil }
             return StageParticipantState(participantId: identity.participantId, userId: identity.userId,
                                          attributes: identity.attributes, isPublished: true, isVideoStopped: false,
-                                         isAudioMuted: false, arrivalIndex: arrival[identity.participantId] ?? 0)
+                                         isAudioMuted: false, arrivalIndex: entry.publisher.arrivalIndex)
         }
     }
 }

@@ -23,6 +23,9 @@ public final class AudioMixer {
     private var limiter = Limiter()
     /// Peak level of the last mixed tick (0...1), for metrics.
     public private(set) var lastPeak: Float = 0
+    /// The participants whose audio the last tick mixed in (published and not muted), in
+    /// stage order: the voices heard, next to the tiles shown.
+    public private(set) var audibleParticipants: [String] = []
 
     public init(sampleRate: Int, frameRate: Rational, encoderFrame: Frame, frameSize: Int) {
         self.sampleRate = sampleRate
@@ -56,10 +59,12 @@ public final class AudioMixer {
         let count = Int(to - from)
         mixLeft.update(repeating: 0, count: count)
         mixRight.update(repeating: 0, count: count)
+        audibleParticipants.removeAll(keepingCapacity: true)
         for state in participants {
             guard let subscriber = source.subscriber(for: state.participantId) else { continue }
             subscriber.advanceAudio(to: to)
             let audible = state.isPublished && !state.isAudioMuted
+            if audible { audibleParticipants.append(state.participantId) }
             subscriber.audio.mix(from: from, count: count, gain: audible ? 1 : 0, intoLeft: mixLeft, right: mixRight)
         }
         lastPeak = limiter.process(left: mixLeft, right: mixRight, count: count)

@@ -79,8 +79,9 @@ public final class CompositionSession {
     private let logger: Logger
     private let videoEncoder: Encoder
     private let audioEncoder: Encoder
-    private let compositor: VideoCompositor
-    private let mixer: AudioMixer
+    private let renderer: StageRenderer
+    private var compositor: VideoCompositor { renderer.compositor }
+    private var mixer: AudioMixer { renderer.mixer }
     private let packet = Packet()
     private var failedSinks: [String: String] = [:]
     private var activeSinks: Set<String> = []
@@ -96,13 +97,14 @@ public final class CompositionSession {
         do {
             videoEncoder = try Encoder(video: settings.video)
             audioEncoder = try Encoder(audio: settings.audio)
-            compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
+            let compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
             compositor.reuseUnchangedTiles = settings.reuseUnchangedTiles
             compositor.parallelDecoding = settings.parallelDecoding
             compositor.decodeHiddenVideo = settings.decodeHiddenVideo
             compositor.frameLead = settings.video.frameRate.inverted.rescale(1, to: MediaTime.microseconds) / 2
-            mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
-                               encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
+            let mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
+                                   encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
+            renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: settings.video.frameRate)
         } catch {
             throw .encoder(error.description)
         }
@@ -132,28 +134,25 @@ public final class CompositionSession {
         while totalFrames.map({ tick < $0 }) ?? true, !shouldStop() {
             let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
             let late = pacer.wait(until: stageTime)
-            let stageMicro = stageTime.microsecondsValue
-            let participants = source.participants(at: stageTime)
+            // Behind real time: repeat the previous picture instead of composing a new one.
+            let lagging = late > frameDuration.rescale(1, to: MediaTime.microseconds) && tick > 0
+            if lagging {
+                lagged += 1
+                logger.debug("behind the clock: repeating the previous picture",
+                             metadata: ["tick": "\(tick)", "late.ms": "\(late / 1000)", "lagged": "\(lagged)"])
+            } else {
+                do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
+            }
+            let participants = renderer.render(tick: tick, repeatPicture: lagging)
             let publishing = participants.lazy.filter(\.isPublished).count
             if publishing != publishers {
                 publishers = publishing
                 observer(.publishersChanged(publishing, at: stageTime))
             }
-            if late > frameDuration.rescale(1, to: MediaTime.microseconds) && tick > 0 {
-                // Behind real time: repeat the previous picture instead of composing a new one.
-                lagged += 1
-                logger.debug("behind the clock: repeating the previous picture",
-                             metadata: ["tick": "\(tick)", "late.ms": "\(late / 1000)", "lagged": "\(lagged)"])
-                compositor.advanceVideo(participants: participants, source: source, stageTime: stageMicro)
-            } else {
-                do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
-                compositor.compose(participants: participants, source: source, stageTime: stageMicro)
-            }
             compositor.canvas.pts = tick
             for sink in sinks {
                 do { try sink.composed(compositor.canvas, tick: tick) } catch { dropSink(sink, reason: error.description) }
             }
-            mixer.mix(tick: tick, participants: participants, source: source)
             do {
                 // Media flows from the first frame on: say so before any packet reaches a sink
                 // (an encoder without lookahead hands out the first packet at once, and a

@@ -148,11 +148,18 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 lastSent = sent
             }
             defer { countOutputBytes() }
+            let compositionMetrics = metrics?.composition(job.compositionId)
+            let liveStage = live
+            defer { compositionMetrics?.destroy() }
             let progress: (CompositionProgress) -> Void = { progress in
                 countOutputBytes()
                 guard let metrics else { return }
                 metrics.framesComposed.increment(by: progress.frames - lastFrames)
                 metrics.framesDropped.increment(by: progress.laggedFrames - lastLagged)
+                if progress.laggedFrames != lastLagged || progress.frames % 30 == 0 {
+                    compositionMetrics?.record(laggedFrames: progress.laggedFrames)
+                }
+                if progress.frames % 30 == 0, let liveStage { compositionMetrics?.record(droppedPackets: liveStage.droppedPackets()) }
                 lastFrames = progress.frames
                 lastLagged = progress.laggedFrames
                 metrics.frameWorkTime.recordNanoseconds(max(0, RealtimePacer.nowNanoseconds() - workStarted))

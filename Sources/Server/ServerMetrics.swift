@@ -93,10 +93,53 @@ public final class ServerMetrics: Sendable {
     }
     public func ingestPublishError(code: String) { ingestPublishErrors[code]?.increment() }
 
+    /// One running composition's gauges: frames it repeated because it was behind the clock,
+    /// and packets its queues dropped per participant (an overloaded host, not a stopped
+    /// camera). Gone when the composition ends.
+    public func composition(_ compositionId: String) -> CompositionMetrics {
+        CompositionMetrics(compositionId: compositionId, factory: factory)
+    }
+
     /// Sets the per-state gauges from a full count (states absent from `counts` read 0).
     public func recordStates(compositions: [String: Int], destinations: [String: Int], publishers: Int) {
         for (state, gauge) in compositionGauges { gauge.record(compositions[state] ?? 0) }
         for (state, gauge) in destinationGauges { gauge.record(destinations[state] ?? 0) }
         publishersGauge.record(publishers)
+    }
+}
+
+public final class CompositionMetrics: Sendable {
+    private let compositionId: String
+    private let factory: any MetricsFactory
+    private let lagged: Gauge
+    private let dropped = Mutex<[String: Gauge]>([:])
+
+    init(compositionId: String, factory: any MetricsFactory) {
+        self.compositionId = compositionId
+        self.factory = factory
+        lagged = Gauge(label: "stage_compositor_composition_lagged_frames", dimensions: [("composition_id", compositionId)],
+                       factory: factory)
+    }
+
+    public func record(laggedFrames: Int64) { lagged.record(laggedFrames) }
+
+    /// Packets dropped so far for each participant (participants not listed keep their gauge).
+    public func record(droppedPackets: [(participantId: String, packets: Int64)]) {
+        for (participantId, packets) in droppedPackets {
+            let gauge = dropped.withLock { gauges in
+                if let gauge = gauges[participantId] { return gauge }
+                let gauge = Gauge(label: "stage_compositor_composition_dropped_packets",
+                                  dimensions: [("composition_id", compositionId), ("participant_id", participantId)], factory: factory)
+                gauges[participantId] = gauge
+                return gauge
+            }
+            gauge.record(packets)
+        }
+    }
+
+    /// The composition ended: its series go away.
+    public func destroy() {
+        lagged.destroy()
+        for gauge in dropped.withLock({ Array($0.values) }) { gauge.destroy() }
     }
 }

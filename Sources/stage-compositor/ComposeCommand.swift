@@ -170,7 +170,7 @@ func parseThumbnails(_ text: String) throws -> ThumbnailPlan? {
     }
 }
 
-/// "composed 12.3s  312 frames  95.1 fps  3.17x" on one terminal line, updated ~4 times a second.
+/// "composed 12.3s  312 frames  95.1 fps  3.17x  publishers 4  lagged 0" on one terminal line, updated ~4 times a second.
 final class ProgressLine {
     private let enabled: Bool
     private let started = Date()
@@ -185,16 +185,18 @@ final class ProgressLine {
         lastPrint = now
         let elapsed = max(now.timeIntervalSince(started), 0.001)
         let composed = Double(progress.composed.microsecondsValue) / 1_000_000
-        let line = String(format: "\rcomposed %.1fs  %lld frames  %.1f fps  %.2fx  publishers %d ",
-                          composed, progress.frames, Double(progress.frames) / elapsed, composed / elapsed, progress.publishers)
+        let line = String(format: "\rcomposed %.1fs  %lld frames  %.1f fps  %.2fx  publishers %d  lagged %lld ",
+                          composed, progress.frames, Double(progress.frames) / elapsed, composed / elapsed, progress.publishers,
+                          progress.laggedFrames)
         FileHandle.standardError.write(Data(line.utf8))
     }
 
     func finish(_ result: CompositionResult) {
         let elapsed = max(Date().timeIntervalSince(started), 0.001)
         let composed = Double(result.duration.microsecondsValue) / 1_000_000
-        let line = String(format: "%@composed %.3fs (%lld frames) in %.2fs, %.2fx real time\n",
-                          enabled ? "\r" : "", composed, result.frames, elapsed, composed / elapsed)
+        // Lagged: frames repeated because composing fell behind the clock (real-time pace only).
+        let line = String(format: "%@composed %.3fs (%lld frames) in %.2fs, %.2fx real time, %lld lagged frames\n",
+                          enabled ? "\r" : "", composed, result.frames, elapsed, composed / elapsed, result.laggedFrames)
         FileHandle.standardError.write(Data(line.utf8))
     }
 }

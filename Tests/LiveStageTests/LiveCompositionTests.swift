@@ -38,7 +38,7 @@ final class RecordedPublisherMedia: @unchecked Sendable {
     }
 
     /// An FLV (H.264 + AAC) of two lavfi sources, made by ffmpeg and demuxed into memory.
-    static func make(videoSource: String, audioSource: String, seconds: Int, bframes: Int) throws -> RecordedPublisherMedia {
+    static func make(videoSource: String, audioSource: String, seconds: Int, bframes: Int, gop: Int = 30) throws -> RecordedPublisherMedia {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("live-media-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -47,7 +47,7 @@ final class RecordedPublisherMedia: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         process.arguments = ["-hide_banner", "-loglevel", "error", "-y",
                              "-f", "lavfi", "-i", videoSource, "-f", "lavfi", "-i", audioSource,
-                             "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-bf", "\(bframes)",
+                             "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "\(gop)", "-bf", "\(bframes)",
                              "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-f", "flv", file]
         try process.run()
         process.waitUntilExit()
@@ -373,3 +373,4 @@ extension RecordedPublisherMedia {
         RecordedPublisherMedia(video: video, audio: audio, items: items.filter { $0.type == type }, announce: [type])
     }
 }
+

@@ -1,0 +1,39 @@
+// One output tick of a stage: who is on it is asked once, and that one list drives both the
+// picture (VideoCompositor: tiles) and the mix (AudioMixer: voices), so a tile and its voice
+// can never disagree. CompositionSession encodes what it renders; the stage-sequence property
+// tests render ticks without encoders and compare the tiles and the mix with a model.
+
+public import FFmpeg
+public import Layout
+public import MediaCore
+
+public final class StageRenderer {
+    public let source: any StageSource
+    public let compositor: VideoCompositor
+    public let mixer: AudioMixer
+    private let frameDuration: Rational
+
+    public init(source: any StageSource, compositor: VideoCompositor, mixer: AudioMixer, frameRate: Rational) {
+        self.source = source
+        self.compositor = compositor
+        self.mixer = mixer
+        frameDuration = frameRate.inverted
+    }
+
+    /// Brings the stage to output frame `tick`: the participants at its time, their pictures
+    /// drawn into the canvas (or, when `repeatPicture`, only brought to the tick: the clock is
+    /// behind and the previous picture is shown again), their audio mixed. Returns the list both used.
+    @discardableResult
+    public func render(tick: Int64, repeatPicture: Bool = false) -> [StageParticipantState] {
+        let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
+        let stageMicro = stageTime.microsecondsValue
+        let participants = source.participants(at: stageTime)
+        if repeatPicture {
+            compositor.advanceVideo(participants: participants, source: source, stageTime: stageMicro)
+        } else {
+            compositor.compose(participants: participants, source: source, stageTime: stageMicro)
+        }
+        mixer.mix(tick: tick, participants: participants, source: source)
+        return participants
+    }
+}
