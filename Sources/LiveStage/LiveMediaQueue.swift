@@ -81,15 +81,17 @@ public final class LiveMediaQueue: Sendable {
     }
 
     /// Adds a packet (producer side). Never blocks; on overflow the queued media is dropped
-    /// (stream setups are kept) and video resumes at the next keyframe.
-    public func push(_ packet: LiveMediaPacket) {
+    /// (stream setups are kept) and video resumes at the next keyframe. True when this push
+    /// overflowed the queue and its video now waits for a keyframe (worth asking for one).
+    @discardableResult
+    public func push(_ packet: LiveMediaPacket) -> Bool {
         state.withLock { state in
-            guard !state.ended else { return }
+            guard !state.ended else { return false }
             if packet.type == .video, !packet.isConfiguration {
                 if state.videoNeedsKeyframe {
                     guard packet.isKeyframe else {
                         state.droppedPackets += 1
-                        return
+                        return false
                     }
                     state.videoNeedsKeyframe = false
                 }
@@ -103,11 +105,19 @@ public final class LiveMediaQueue: Sendable {
                 if packet.type == .video, !packet.isConfiguration, !packet.isKeyframe {
                     state.videoNeedsKeyframe = true
                     state.droppedPackets += 1
-                    return
+                    return true
+                }
+                // Video queued before this packet is gone: the next video packet must be a keyframe.
+                if packet.type != .video || packet.isConfiguration {
+                    state.videoNeedsKeyframe = true
+                    state.ring.append(packet)
+                    state.bytes += packet.byteCount
+                    return true
                 }
             }
             state.ring.append(packet)
             state.bytes += packet.byteCount
+            return false
         }
     }
 

@@ -162,6 +162,8 @@ public final class LivePublisher: Sendable {
         var ended = false
         var receivedPackets: Int64 = 0
         var receivedBytes: Int64 = 0
+        /// A composition's queue overflowed and its video waits for a keyframe.
+        var keyframeWanted = false
     }
 
     public let stageArn: String
@@ -224,7 +226,17 @@ public final class LivePublisher: Sendable {
                     }
                 }
             }
-            for queue in state.queues { queue.push(packet) }
+            for queue in state.queues where queue.push(packet) { state.keyframeWanted = true }
+        }
+    }
+
+    /// Whether a composition lost video to an overflow since the last call: a WHIP
+    /// connection asks its publisher for a keyframe at once (PLI) instead of waiting for the
+    /// next one; RTMP cannot ask, and the last good picture stays until it comes.
+    public func takeKeyframeRequest() -> Bool {
+        state.withLock { state in
+            defer { state.keyframeWanted = false }
+            return state.keyframeWanted
         }
     }
 

@@ -9,8 +9,11 @@ final class LiveDaemonTests: XCTestCase {
     func run(_ test: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let output = try DaemonProcessTests.runDaemonScript(
             "live_tests.py", test, tools: ["aws", "ffmpeg", "ffprobe", "gst-launch-1.0", "python3", "nginx"], file: file, line: line)
-        // Figures the tests measure (A/V offsets, time to LEFT) go to the suite's output.
-        for line in output.split(separator: "\n") where line.hasPrefix("A/V offset") || line.hasPrefix("killed publisher") {
+        // Figures the tests measure (A/V offsets, time to LEFT, lagged frames and dropped packets
+        // under load) and the generated sequences with their seeds go to the suite's output.
+        for line in output.split(separator: "\n")
+        where line.hasPrefix("A/V offset") || line.hasPrefix("killed publisher") || line.hasPrefix("overload:")
+            || (line.hasPrefix("seed ") && line.contains(" sequence: ")) {
             print("\(test): \(line)")
         }
     }
@@ -27,4 +30,14 @@ final class LiveDaemonTests: XCTestCase {
 
 extension LiveDaemonTests {
     func testCompositionOnAnEmptyStageWaitsForAPublisher() throws { try run("empty_stage_waits_for_a_publisher") }
+}
+
+// Issue 22: every publisher stays on screen, whatever the others do.
+extension LiveDaemonTests {
+    func testMiddleJoinerUnpublishesAndTheLaterJoinerStays() throws { try run("middle_joiner_unpublishes") }
+    func testMiddleJoinerIsKilledAndTheLaterJoinerStays() throws { try run("middle_joiner_is_killed") }
+    /// Seeded join/unpublish/kill/rejoin sequences (ffmpeg RTMP and aiortc WHIP publishers)
+    /// against the model of the stage; STAGE_SEQUENCE_SEED=N runs seed N alone.
+    func testGeneratedJoinLeaveSequencesFollowTheModel() throws { try run("generated_join_leave_sequences") }
+    func testSevenPublishersUnderLoadEachKeepTheirTile() throws { try run("seven_publishers_under_load") }
 }

@@ -423,6 +423,26 @@ struct PublisherMediaReceiverTests {
         #expect(next > 50_000 && next <= 50_000 + 1_500_000, "the next report or a repeated PLI, not now: \(next)")
     }
 
+    @Test("a composition that lost video asks for a keyframe: a PLI at the next poll, not at the next scheduled one")
+    func keyframeOnRequest() throws {
+        var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))
+        func plis(at now: Int64) throws -> Int {
+            var count = 0
+            for case .rtcp(let compound) in receiver.poll(now: now) {
+                count += try RTCPPacket.parseCompound(compound).filter { if case .pictureLossIndication = $0 { true } else { false } }.count
+            }
+            return count
+        }
+        let idr = try RTPPacket(marker: true, payloadType: 102, sequenceNumber: 1, timestamp: 3000, ssrc: Self.videoSSRC,
+                                payload: [0x65, 1, 2, 3]).serialized()
+        _ = receiver.receiveRTP(idr, now: 0)
+        _ = try plis(at: 0)
+        // A keyframe arrived: no request is pending for seconds.
+        #expect(try plis(at: 2_000_000) == 0)
+        receiver.requestKeyframe()
+        #expect(try plis(at: 2_010_000) == 1)
+    }
+
     @Test("packets of streams the offer did not negotiate are counted and dropped")
     func unknownStreams() throws {
         var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))

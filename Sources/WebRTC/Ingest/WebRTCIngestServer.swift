@@ -331,6 +331,10 @@ final class SessionTable: @unchecked Sendable {
     func tick() {
         let now = clock.nowMicroseconds()
         for entry in Array(byID.values) {
+            if entry.forwarder.publisher.takeKeyframeRequest() {
+                entry.session.requestKeyframe()
+                entry.nextDeadline = now
+            }
             if let deadline = entry.nextDeadline, deadline <= now {
                 carryOut(entry.session.poll(now: now), for: entry)
                 entry.nextDeadline = entry.session.nextDeadline

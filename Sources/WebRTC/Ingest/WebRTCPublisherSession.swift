@@ -152,6 +152,11 @@ public final class WebRTCPublisherSession {
         }
     }
 
+    /// A composition lost this publisher's video (queue overflow): ask for a keyframe now.
+    public func requestKeyframe() {
+        receiver.requestKeyframe()
+    }
+
     /// Timers: ICE consent, DTLS retransmissions, NACKs, reports, keyframe requests.
     public func poll(now: Int64) -> [WebRTCSessionOutput] {
         guard !ended else { return [] }

@@ -271,6 +271,15 @@ public struct PublisherMediaReceiver: Sendable {
         }
     }
 
+    /// Something downstream lost video (a composition's queue overflowed): every video track
+    /// asks for a keyframe (PLI/FIR) at the next poll, so the picture freezes briefly instead
+    /// of until the publisher's next scheduled keyframe.
+    public mutating func requestKeyframe() {
+        for ssrc in tracks.keys {
+            tracks[ssrc]?.keyframes?.keyframeNeeded()
+        }
+    }
+
     /// Timers: releases held packets, sends NACKs, keyframe requests, REMB and reports.
     public mutating func poll(now: Int64) -> [ReceiverOutput] {
         lastNow = max(lastNow, now)

@@ -1,0 +1,64 @@
+// The bounded hand-off from a publisher to one composition: what an overflow drops, what it
+// keeps, and when it tells the publisher's connection to ask for a keyframe.
+@testable import LiveStage
+import MediaCore
+import Testing
+import FFmpeg
+
+@Suite struct LiveMediaQueueTests {
+    func video(_ keyframe: Bool, bytes: Int = 10) -> LiveMediaPacket {
+        LiveMediaPacket(type: .video, content: .data(Array(repeating: 0, count: bytes)), pts: 0, dts: 0, isKeyframe: keyframe)
+    }
+
+    func audio() -> LiveMediaPacket {
+        LiveMediaPacket(type: .audio, content: .data([1, 2, 3]), pts: 0, dts: 0, isKeyframe: true)
+    }
+
+    func drain(_ queue: LiveMediaQueue) -> [LiveMediaPacket] {
+        var packets: [LiveMediaPacket] = []
+        while case .packet(let packet) = queue.pop() { packets.append(packet) }
+        return packets
+    }
+
+    @Test("an overflow on a delta frame drops the queue, reports it, and video waits for the next keyframe")
+    func overflowOnDeltaFrame() {
+        let queue = LiveMediaQueue(limits: LiveQueueLimits(packets: 4, bytes: 1 << 20))
+        #expect(!queue.push(video(true)))
+        for _ in 0..<3 { #expect(!queue.push(video(false))) }
+        #expect(queue.push(video(false)), "the fifth packet overflows a queue of four")
+        #expect(drain(queue).isEmpty)
+        #expect(!queue.push(video(false)), "still waiting: dropped, no new request")
+        #expect(!queue.push(video(true)))
+        #expect(drain(queue).map(\.isKeyframe) == [true])
+        #expect(queue.counters.dropped == 6 && queue.counters.overflows == 1)
+    }
+
+    @Test("an overflow on audio keeps the audio and makes the next delta frame wait for a keyframe")
+    func overflowOnAudio() {
+        let queue = LiveMediaQueue(limits: LiveQueueLimits(packets: 3, bytes: 1 << 20))
+        #expect(!queue.push(video(true)))
+        #expect(!queue.push(video(false)))
+        #expect(!queue.push(audio()))
+        #expect(queue.push(audio()), "queued video was lost")
+        #expect(!queue.push(video(false)))
+        #expect(drain(queue).map(\.type) == [.audio])
+        #expect(!queue.push(video(true)))
+        #expect(drain(queue).map(\.isKeyframe) == [true])
+    }
+
+    @Test("a publisher whose composition queue overflowed has a keyframe request, taken once")
+    func publisherKeyframeRequest() {
+        let hub = LiveStageHub(clock: ManualMediaClock(), settings: LiveMediaSettings(queue: LiveQueueLimits(packets: 3, bytes: 1 << 20)))
+        let subscription = hub.subscribe(stageArn: "stage")
+        let publisher = hub.join(stageArn: "stage", identity: LiveParticipantIdentity(participantId: "p", userId: "u", attributes: [:]))
+        publisher.announce(CodecConfiguration(codec: .h264)) // the setup takes one place of three
+        #expect(!publisher.takeKeyframeRequest())
+        publisher.push(.video, data: [0x65], timestamp: 0, isKeyframe: true)
+        publisher.push(.video, data: [0x41], timestamp: 33_000, isKeyframe: false)
+        #expect(!publisher.takeKeyframeRequest())
+        publisher.push(.video, data: [0x41], timestamp: 66_000, isKeyframe: false)
+        #expect(publisher.takeKeyframeRequest())
+        #expect(!publisher.takeKeyframeRequest())
+        subscription.cancel()
+    }
+}
