@@ -180,6 +180,33 @@ struct RTMPMediaForwarderTests {
         #expect(forwarder.framesBeforeSetup == 1)
     }
 
+    @Test("timestamps that keep jumping are rejected after ten jumps; no timestamp can make the forwarder trap")
+    func hostileTimestamps() throws {
+        let hub = LiveStageHub(clock: ManualMediaClock())
+        let publisher = hub.join(stageArn: stageArn, identity: LiveParticipantIdentity(participantId: "p", userId: "p", attributes: [:]))
+        var forwarder = RTMPMediaForwarder()
+        let asc: [UInt8] = [0x11, 0x90]  // AAC-LC 48 kHz stereo
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .audio, timestamp: 0, payload: Tags.aacConfig(asc)), to: publisher) == .forwarded)
+        var session = RTMPTimestampUnwrapper()
+        var outcomes: [ForwardOutcome] = []
+        for index in 0..<100 {
+            let discontinuities = session.discontinuities
+            let timestamp = session.unwrap(index % 2 == 0 ? 0 : 0x8000_0000)
+            outcomes.append(forwarder.forward(RTMPMediaMessage(kind: .audio, timestamp: timestamp, payload: Tags.aac([0x21, 0x10]),
+                                                               isDiscontinuity: session.discontinuities != discontinuities), to: publisher))
+        }
+        let rejected = try #require(outcomes.firstIndex { $0.rejection != nil })
+        #expect(rejected == RTMPMediaForwarder.maxTimestampDiscontinuities + 1)
+        #expect(outcomes[rejected].rejection == .invalidInput)
+        // Extreme unwrapped values (from any other path) are refused, never multiplied into a trap.
+        for extreme in [Int64.max, Int64.min, Int64.max / 999] {
+            var fresh = RTMPMediaForwarder()
+            _ = fresh.forward(RTMPMediaMessage(kind: .audio, timestamp: 0, payload: Tags.aacConfig(asc)), to: publisher)
+            #expect(fresh.forward(RTMPMediaMessage(kind: .audio, timestamp: extreme, payload: Tags.aac([0x21, 0x10])), to: publisher)
+                        .rejection == .invalidInput)
+        }
+    }
+
     @Test("bitrate window: averaged over whole seconds once a window has passed")
     func bitrateWindow() {
         var window = BitrateWindow(seconds: 5)

@@ -359,10 +359,14 @@ struct TimestampUnwrapperTests {
         var unwrapper = RTMPTimestampUnwrapper()
         let raw: [UInt32] = [0xFFFF_FFC0, 0xFFFF_FFFF, 0x0000_0010, 0x0000_1000]
         #expect(raw.map { unwrapper.unwrap($0) } == [0xFFFF_FFC0, 0xFFFF_FFFF, 0x1_0000_0010, 0x1_0000_1000])
-        // And again, a second time round, in steps under 2^31.
-        #expect(unwrapper.unwrap(0x8000_0000) == 0x1_8000_0000)
-        #expect(unwrapper.unwrap(0xF000_0000) == 0x1_F000_0000)
-        #expect(unwrapper.unwrap(0x0000_0005) == 0x2_0000_0005)
+        // And again, a second time round, time passing in 50 s steps (jumps beyond a minute are
+        // discontinuities, not time).
+        var expected: Int64 = 0x1_0000_1000
+        while expected < 0x2_0000_1000 {
+            expected += 50_000
+            #expect(unwrapper.unwrap(UInt32(truncatingIfNeeded: expected)) == expected)
+        }
+        #expect(unwrapper.discontinuities == 0)
     }
 
     @Test("small backward steps stay backward, also right after a wrap")
@@ -376,5 +380,28 @@ struct TimestampUnwrapperTests {
         #expect(wrapped.unwrap(0x10) == 0x1_0000_0010)
         #expect(wrapped.unwrap(0xFFFF_FFFA) == 0xFFFF_FFFA)  // audio 22 ms behind video, across the wrap
         #expect(wrapped.unwrap(0x20) == 0x1_0000_0020)
+    }
+
+    @Test("a peer alternating 0 and 2^31 (issue 23's crash: 4.4 million of them overflowed the time) only counts discontinuities")
+    func alternatingHalfWraps() {
+        var unwrapper = RTMPTimestampUnwrapper()
+        var extreme: Int64 = 0
+        for index in 0..<4_400_000 {
+            extreme = max(extreme, abs(unwrapper.unwrap(index % 2 == 0 ? 0 : 0x8000_0000)))
+        }
+        #expect(extreme == 0)
+        #expect(unwrapper.discontinuities == 4_399_999)
+    }
+
+    @Test("a jump of more than a minute either way is a discontinuity; time goes on from where it was")
+    func jumps() {
+        var unwrapper = RTMPTimestampUnwrapper()
+        #expect(unwrapper.unwrap(10_000) == 10_000)
+        #expect(unwrapper.unwrap(10_000 + 60_000) == 70_000)
+        #expect(unwrapper.discontinuities == 0)
+        #expect(unwrapper.unwrap(500_000) == 70_000)
+        #expect(unwrapper.unwrap(500_033) == 70_033)
+        #expect(unwrapper.unwrap(33) == 70_033)
+        #expect(unwrapper.discontinuities == 2)
     }
 }

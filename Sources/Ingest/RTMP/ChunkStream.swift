@@ -422,19 +422,33 @@ public struct RTMPChunkEncoder: Sendable {
 /// RTMP timestamps are 32-bit milliseconds and wrap after about 49.7 days. This turns them
 /// into a running Int64: each step is read as a signed 32-bit difference from the previous
 /// timestamp, so a wrap counts forward and a small step back (audio and video interleaving
-/// out of order) stays a step back.
+/// out of order) stays a step back. A step of more than `maxStep` either way is not time
+/// passing but a discontinuity (an encoder restart, or a hostile peer alternating 0 and 2³¹):
+/// it is counted and the running time stays where it was, so no sequence of timestamps can
+/// move it by more than `maxStep` per message (4 million 2³¹ steps once overflowed it).
 public struct RTMPTimestampUnwrapper: Sendable {
+    public static let defaultMaxStep: Int64 = 60_000
     private var last: (raw: UInt32, unwrapped: Int64)?
+    public let maxStep: Int64
+    /// Steps beyond `maxStep` seen so far.
+    public private(set) var discontinuities = 0
 
-    public init() {}
+    public init(maxStep: Int64 = RTMPTimestampUnwrapper.defaultMaxStep) {
+        self.maxStep = maxStep
+    }
 
     public mutating func unwrap(_ timestamp: UInt32) -> Int64 {
         guard let last else {
             self.last = (timestamp, Int64(timestamp))
             return Int64(timestamp)
         }
-        let step = Int64(Int32(bitPattern: timestamp &- last.raw))
-        let unwrapped = last.unwrapped + step
+        var step = Int64(Int32(bitPattern: timestamp &- last.raw))
+        if step > maxStep || step < -maxStep {
+            discontinuities &+= 1
+            step = 0
+        }
+        // |step| <= maxStep per message: 10^14 messages from overflowing.
+        let unwrapped = last.unwrapped &+ step
         self.last = (timestamp, unwrapped)
         return unwrapped
     }

@@ -63,11 +63,14 @@ public struct RTMPMediaMessage: Equatable, Sendable {
     /// Milliseconds, unwrapped across the 32-bit wrap of RTMP timestamps.
     public var timestamp: Int64
     public var payload: [UInt8]
+    /// The message's timestamp jumped by more than the unwrapper takes as time passing.
+    public var isDiscontinuity: Bool
 
-    public init(kind: Kind, timestamp: Int64, payload: [UInt8]) {
+    public init(kind: Kind, timestamp: Int64, payload: [UInt8], isDiscontinuity: Bool = false) {
         self.kind = kind
         self.timestamp = timestamp
         self.payload = payload
+        self.isDiscontinuity = isDiscontinuity
     }
 }
 
@@ -314,12 +317,12 @@ public struct RTMPServerSession: Sendable {
             handleData(message.payload, into: &actions)
         case RTMPMessage.TypeID.dataAMF3:
             handleData(Array(message.payload.dropFirst()), into: &actions)
-        case RTMPMessage.TypeID.audio:
-            handleMedia(.media(RTMPMediaMessage(kind: .audio, timestamp: timestamps.unwrap(message.timestamp),
-                                                payload: message.payload)), byteCount: message.payload.count, into: &actions)
-        case RTMPMessage.TypeID.video:
-            handleMedia(.media(RTMPMediaMessage(kind: .video, timestamp: timestamps.unwrap(message.timestamp),
-                                                payload: message.payload)), byteCount: message.payload.count, into: &actions)
+        case RTMPMessage.TypeID.audio, RTMPMessage.TypeID.video:
+            let discontinuities = timestamps.discontinuities
+            let timestamp = timestamps.unwrap(message.timestamp)
+            handleMedia(.media(RTMPMediaMessage(kind: message.typeID == RTMPMessage.TypeID.audio ? .audio : .video, timestamp: timestamp,
+                                                payload: message.payload, isDiscontinuity: timestamps.discontinuities != discontinuities)),
+                        byteCount: message.payload.count, into: &actions)
         case RTMPMessage.TypeID.aggregate:
             handleAggregate(message, into: &actions)
         default:

@@ -20,6 +20,10 @@ public struct RTMPMediaForwarder: Sendable {
     public private(set) var audioSetup: CodecConfiguration?
     /// A bounded count of frames dropped because no setup had arrived yet (for logs).
     public private(set) var framesBeforeSetup = 0
+    /// Timestamp jumps of more than a minute (RTMPTimestampUnwrapper) so far. An encoder
+    /// restart makes one; a publisher that keeps making them sends nonsense and is rejected.
+    public private(set) var timestampDiscontinuities = 0
+    public static let maxTimestampDiscontinuities = 10
 
     public init() {}
 
@@ -33,8 +37,15 @@ public struct RTMPMediaForwarder: Sendable {
         } catch {
             return .reject(.invalidInput, reason: "malformed \(isVideo ? "video" : "audio") tag: \(error)")
         }
-        let timestamp = message.timestamp
-        let micros = timestamp * 1000
+        if message.isDiscontinuity {
+            timestampDiscontinuities += 1
+            if timestampDiscontinuities > Self.maxTimestampDiscontinuities {
+                return .reject(.invalidInput, reason: "timestamps jumped by more than a minute \(timestampDiscontinuities) times")
+            }
+        }
+        // Bounded by the unwrapper, but never trusted: an overflow is a rejection, not a trap.
+        let (micros, overflow) = message.timestamp.multipliedReportingOverflow(by: 1000)
+        guard !overflow else { return .reject(.invalidInput, reason: "timestamp \(message.timestamp) ms out of range") }
         switch packet {
         case .videoConfig(let codec, let record):
             guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
