@@ -21,18 +21,24 @@ public struct LiveMediaSettings: Sendable, Equatable {
     /// A publisher that sends no video for this long is shown as stopped video.
     public var videoStoppedAfter: Int64
     public var queue: LiveQueueLimits
-    /// The packets since the last video keyframe are kept (up to this many bytes) so a
-    /// composition that subscribes mid-stream starts with a picture instead of waiting for
-    /// the next keyframe.
+    /// The packets since the last video keyframe are kept (up to this many bytes and
+    /// packets: a flood of empty frames costs packets, not bytes) so a composition that
+    /// subscribes mid-stream starts with a picture instead of waiting for the next keyframe.
     public var keyframeCacheBytes: Int
+    public var keyframeCachePackets: Int
 
     public init(latency: Int64 = 200_000, videoStoppedAfter: Int64 = 3_000_000, queue: LiveQueueLimits = LiveQueueLimits(),
-                keyframeCacheBytes: Int = 4 << 20) {
+                keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
         self.latency = latency
         self.videoStoppedAfter = videoStoppedAfter
         self.queue = queue
         self.keyframeCacheBytes = keyframeCacheBytes
+        self.keyframeCachePackets = keyframeCachePackets
     }
+
+    /// Publisher timestamps beyond this (µs either way, about 140 years) are not time: such
+    /// packets are dropped and counted, so no arithmetic on them downstream can overflow.
+    public static let timestampLimit: Int64 = 1 << 52
 }
 
 /// The participant a publisher joined as (from its ingest configuration or token).
@@ -162,6 +168,8 @@ public final class LivePublisher: Sendable {
         var ended = false
         var receivedPackets: Int64 = 0
         var receivedBytes: Int64 = 0
+        /// Packets dropped because their timestamps were out of any sane range.
+        var droppedTimestamps: Int64 = 0
         /// A composition's queue overflowed and its video waits for a keyframe.
         var keyframeWanted = false
     }
@@ -203,8 +211,14 @@ public final class LivePublisher: Sendable {
     public func push(_ type: MediaType, data: [UInt8], timestamp: Int64, compositionOffset: Int64 = 0, isKeyframe: Bool) {
         let arrival = hub.clock.now().microsecondsValue
         let cacheLimit = hub.settings.keyframeCacheBytes
+        let cachePackets = hub.settings.keyframeCachePackets
+        let limit = LiveMediaSettings.timestampLimit
         state.withLock { state in
             guard !state.ended, state.setups[type] != nil else { return }
+            guard timestamp > -limit, timestamp < limit, compositionOffset > -limit, compositionOffset < limit else {
+                state.droppedTimestamps += 1
+                return
+            }
             let dts = state.mapper.presentationTime(mediaTime: timestamp, arrival: arrival)
             let packet = LiveMediaPacket(type: type, content: .data(data), pts: dts + compositionOffset, dts: dts,
                                          isKeyframe: type == .audio || isKeyframe)
@@ -217,7 +231,7 @@ public final class LivePublisher: Sendable {
                     state.keyframeCacheBytes = 0
                 }
                 if isKeyframe || !state.keyframeCache.isEmpty {
-                    if state.keyframeCacheBytes + data.count <= cacheLimit {
+                    if state.keyframeCacheBytes + data.count <= cacheLimit, state.keyframeCache.count < cachePackets {
                         state.keyframeCache.append(packet)
                         state.keyframeCacheBytes += data.count
                     } else {
@@ -282,6 +296,12 @@ public final class LivePublisher: Sendable {
     public var hasEnded: Bool { state.withLock { $0.ended } }
 
     public var received: (packets: Int64, bytes: Int64) { state.withLock { ($0.receivedPackets, $0.receivedBytes) } }
+
+    /// Packets dropped for timestamps out of any sane range.
+    public var droppedForTimestamps: Int64 { state.withLock { $0.droppedTimestamps } }
+
+    /// Packets held for late-subscribing compositions (since the last keyframe).
+    public var keyframeCacheCount: Int { state.withLock { $0.keyframeCache.count } }
 }
 
 /// A composition's view of a stage: the publishers on it, each with this composition's own

@@ -62,3 +62,31 @@ import FFmpeg
         subscription.cancel()
     }
 }
+
+@Suite struct LivePublisherBoundsTests {
+    @Test("packets with timestamps out of any sane range are dropped and counted, never mapped")
+    func insaneTimestamps() {
+        let hub = LiveStageHub(clock: ManualMediaClock(start: .seconds(100)))
+        let subscription = hub.subscribe(stageArn: "stage")
+        let publisher = hub.join(stageArn: "stage", identity: LiveParticipantIdentity(participantId: "p", userId: "u", attributes: [:]))
+        publisher.announce(CodecConfiguration(codec: .aac))
+        for timestamp in [Int64.max, .min, LiveMediaSettings.timestampLimit, -LiveMediaSettings.timestampLimit] {
+            publisher.push(.audio, data: [1], timestamp: timestamp, isKeyframe: true)
+        }
+        publisher.push(.video, data: [1], timestamp: 0, compositionOffset: .max, isKeyframe: true)
+        publisher.push(.audio, data: [1], timestamp: 0, isKeyframe: true)
+        #expect(publisher.droppedForTimestamps == 4)
+        #expect(publisher.received.packets == 1)
+        subscription.cancel()
+    }
+
+    @Test("the keyframe cache is bounded in packets: a flood of empty frames does not grow it")
+    func keyframeCachePackets() {
+        let hub = LiveStageHub(clock: ManualMediaClock(), settings: LiveMediaSettings(keyframeCachePackets: 100))
+        let publisher = hub.join(stageArn: "stage", identity: LiveParticipantIdentity(participantId: "p", userId: "u", attributes: [:]))
+        publisher.announce(CodecConfiguration(codec: .h264))
+        publisher.push(.video, data: [0x65], timestamp: 0, isKeyframe: true)
+        for index in 1...10_000 { publisher.push(.video, data: [], timestamp: Int64(index), isKeyframe: false) }
+        #expect(publisher.keyframeCacheCount <= 100)
+    }
+}

@@ -191,6 +191,37 @@ struct SenderClockTests {
     }
 }
 
+extension SenderClockTests {
+    @Test("RTP timestamps alternating by 2^31 (a hostile sender) re-anchor the clock and never trap, for millions of packets")
+    func hostileTimestamps() {
+        var unwrapper = TimestampUnwrapper()
+        var clock = SenderClock(clockRate: 90_000)
+        var now: Int64 = 1_000_000
+        for index in 0..<3_000_000 {
+            let timestamp = unwrapper.unwrap(index % 2 == 0 ? 0 : 0x8000_0000)
+            _ = clock.packetArrived(timestamp: timestamp, now: now)
+            _ = clock.senderReport(ntpTime: NTPTimeTests.ntp, rtpTimestamp: timestamp)
+            let wall = clock.wallClock(forTimestamp: timestamp)
+            // Each packet maps within an hour of its arrival or of the sender's reported clock.
+            let hour: Int64 = 3_600_000_000
+            let sane = wall.map { ($0 > now - hour && $0 < now + hour) || ($0 > NTPTimeTests.unix - hour && $0 < NTPTimeTests.unix + hour) }
+            if index % 100_000 == 0 { #expect(sane ?? false, "packet \(index) mapped to \(String(describing: wall))") }
+            now += 10
+        }
+        #expect(clock.discontinuities > 2_000_000)
+    }
+
+    @Test("mapping a timestamp beyond Int64 saturates instead of trapping")
+    func saturation() {
+        let mapping = SenderClockMapping(anchorTimestamp: 0, anchorWallClock: 0, source: .arrival)
+        #expect(mapping.wallClock(forTimestamp: .max, clockRate: 90_000) == .max)
+        #expect(mapping.wallClock(forTimestamp: .min, clockRate: 90_000) == .min)
+        let far = SenderClockMapping(anchorTimestamp: .min, anchorWallClock: .max - 5, source: .arrival)
+        #expect(far.wallClock(forTimestamp: .max, clockRate: 1) == .max)
+        #expect(mapping.wallClock(forTimestamp: 90_000, clockRate: 90_000) == 1_000_000)
+    }
+}
+
 struct AbsoluteCaptureTimeTests {
     @Test("8 bytes: the capture time; 16: plus the clock offset, added; other lengths are not the extension")
     func parsing() throws {

@@ -41,8 +41,15 @@ public struct SenderClockMapping: Sendable, Equatable {
         self.source = source
     }
 
+    /// The wall-clock µs of `timestamp`. Timestamps come from the network: a result beyond
+    /// Int64 saturates instead of trapping (SenderClock re-anchors long before that).
     public func wallClock(forTimestamp timestamp: Int64, clockRate: Int) -> Int64 {
-        anchorWallClock + (timestamp - anchorTimestamp) * 1_000_000 / Int64(clockRate)
+        let (difference, subtractOverflow) = timestamp.subtractingReportingOverflow(anchorTimestamp)
+        let (scaled, multiplyOverflow) = difference.multipliedReportingOverflow(by: 1_000_000)
+        let negative = subtractOverflow ? timestamp < anchorTimestamp : difference < 0
+        guard !subtractOverflow, !multiplyOverflow else { return negative ? .min : .max }
+        let (result, addOverflow) = anchorWallClock.addingReportingOverflow(scaled / Int64(max(clockRate, 1)))
+        return addOverflow ? (negative ? .min : .max) : result
     }
 }
 
@@ -74,6 +81,14 @@ public struct SenderClock: Sendable, Equatable {
     static let smoothing: Int64 = 8
     /// Reports of the mapping's source since it was adopted (the adopting one included).
     private var reportsOfSource: Int64 = 0
+    /// Packets whose timestamps were more than an hour of media from the mapping's anchor.
+    public private(set) var discontinuities = 0
+
+    private func isFar(_ timestamp: Int64, from anchor: Int64) -> Bool {
+        let (difference, overflow) = timestamp.subtractingReportingOverflow(anchor)
+        let limit = Int64(clockRate) * 3_600
+        return overflow || difference > limit || difference < -limit
+    }
 
     public init(clockRate: Int, resyncThreshold: Int64 = 100_000) {
         precondition(clockRate > 0, "clock rate must be positive")
@@ -92,6 +107,16 @@ public struct SenderClock: Sendable, Equatable {
             mapping = first
             return SenderClockChange(mapping: first, shift: 0, becameSenderBased: false, previousSource: .arrival)
         }
+        // More than an hour of media from the anchor, either way: not time passing but a
+        // sender that restarted its timestamps (or a hostile one alternating them by 2^31).
+        // Re-anchor on this packet's arrival rather than map it hours away.
+        if isFar(timestamp, from: current.anchorTimestamp) {
+            discontinuities += 1
+            let anchored = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
+            mapping = anchored
+            reportsOfSource = 0
+            return SenderClockChange(mapping: anchored, shift: 0, becameSenderBased: false, previousSource: current.source)
+        }
         let predicted = current.wallClock(forTimestamp: timestamp, clockRate: clockRate)
         if current.source == .arrival, now < predicted {
             mapping = SenderClockMapping(anchorTimestamp: timestamp, anchorWallClock: now, source: .arrival)
@@ -104,7 +129,7 @@ public struct SenderClock: Sendable, Equatable {
     /// unwrapping needs as reference, and once the stream sends capture times. The first SR
     /// replaces the provisional mapping; later ones nudge it (or replace it, past `resyncThreshold`).
     public mutating func senderReport(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
-        guard let old = mapping, old.source != .captureTime else { return nil }
+        guard let old = mapping, old.source != .captureTime, !isFar(rtpTimestamp, from: old.anchorTimestamp) else { return nil }
         senderReportsUsed += 1
         return adopt(NTPTime.unixMicroseconds(fromNTP: ntpTime), forTimestamp: rtpTimestamp, from: .senderReport, old: old)
     }
@@ -114,7 +139,7 @@ public struct SenderClock: Sendable, Equatable {
     /// `rtpTimestamp` unwrapped as the packets are. The first replaces any other mapping; each
     /// later one is followed as it is (a step past `resyncThreshold` is reported).
     public mutating func captureTime(ntpTime: UInt64, rtpTimestamp: Int64) -> SenderClockChange? {
-        guard let old = mapping else { return nil }
+        guard let old = mapping, !isFar(rtpTimestamp, from: old.anchorTimestamp) else { return nil }
         captureTimesUsed += 1
         return adopt(NTPTime.unixMicroseconds(fromNTP: ntpTime), forTimestamp: rtpTimestamp, from: .captureTime, old: old)
     }

@@ -20,6 +20,8 @@ public struct TimestampUnwrapper: Sendable, Equatable {
     public func peek(_ timestamp: UInt32) -> Int64 {
         guard let last else { return Int64(timestamp) }
         let delta = Int32(bitPattern: timestamp &- UInt32(truncatingIfNeeded: last))
-        return last + Int64(delta)
+        // Steps of up to 2^31 are time (RFC 3550); billions of them from a hostile sender
+        // wrap the running value around instead of trapping (SenderClock re-anchors on jumps).
+        return last &+ Int64(delta)
     }
 }
