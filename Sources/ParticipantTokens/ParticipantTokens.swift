@@ -235,7 +235,9 @@ public struct TokenVerifier: Sendable {
         guard Self.isParticipantID(payload.jti) else {
             throw TokenError(.invalidClaims, "jti must be 1-64 characters of A-Z, a-z, 0-9, - and _", genuineClaims: claims)
         }
-        guard payload.exp > payload.iat, payload.exp - payload.iat <= Self.maxLifetimeSeconds else {
+        // Claims come from the token (an imported key signs whatever it likes): no trap on them.
+        let (lifetime, overflow) = payload.exp.subtractingReportingOverflow(payload.iat)
+        guard payload.exp > payload.iat, !overflow, lifetime <= Self.maxLifetimeSeconds else {
             throw TokenError(.invalidClaims, "exp must be after iat and at most 14 days later", genuineClaims: claims)
         }
         guard payload.iat <= seconds + Self.allowedSkewSeconds else {

@@ -19,6 +19,9 @@
 enum StageManifestValidator {
     static let stageArnPattern = #"^arn:aws:ivs:[a-z0-9-]+:[0-9]+:stage/[a-zA-Z0-9-]+$"#
     static let maximumParticipants = 12
+    /// Times in a manifest (durationMs, atMs, |mediaOffsetMs|) are at most a week: far beyond
+    /// any stage, and small enough that every conversion to microseconds stays in Int64.
+    public static let maximumTimeMs: Int64 = 7 * 86_400_000
 
     static func validate(_ manifest: StageManifest, file: String) throws(StageError) {
         if manifest.stageArn.wholeMatch(of: try! Regex(stageArnPattern)) == nil {
@@ -26,6 +29,9 @@ enum StageManifestValidator {
         }
         if let duration = manifest.durationMs, duration <= 0 {
             throw StageError(file: file, field: "durationMs", message: "must be greater than 0")
+        }
+        if let duration = manifest.durationMs, duration > maximumTimeMs {
+            throw StageError(file: file, field: "durationMs", message: "\(duration) is more than a week (\(maximumTimeMs) ms)")
         }
         if manifest.participants.count > maximumParticipants {
             throw StageError(file: file, field: "participants",
@@ -46,6 +52,9 @@ enum StageManifestValidator {
             if let media = participant.media, let problem = mediaPathProblem(media) {
                 throw StageError(file: file, field: "\(prefix).media", message: "'\(media)' \(problem)")
             }
+            if let offset = participant.mediaOffsetMs, offset > maximumTimeMs || offset < -maximumTimeMs {
+                throw StageError(file: file, field: "\(prefix).mediaOffsetMs", message: "\(offset) is more than a week either way")
+            }
             try validateTimeline(participant.timeline, prefix: prefix, durationMs: manifest.durationMs, file: file)
         }
     }
@@ -56,6 +65,7 @@ enum StageManifestValidator {
         for (eventIndex, event) in timeline.enumerated() {
             let atField = "\(prefix).timeline[\(eventIndex)].atMs"
             if event.atMs < 0 { throw StageError(file: file, field: atField, message: "must be >= 0") }
+            if event.atMs > maximumTimeMs { throw StageError(file: file, field: atField, message: "\(event.atMs) is more than a week") }
             if event.atMs < previous {
                 throw StageError(file: file, field: atField, message: "events must be in time order (\(event.atMs) < \(previous))")
             }

@@ -49,6 +49,11 @@ import Testing
         #expect(await kind(try await issuer.issue(claims(issuedAt: 1_800_000_100)))?.kind == .notYetValid)
         #expect(await kind(try await issuer.issue(claims(lifetime: 15 * 86_400)))?.kind == .invalidClaims)
         #expect(await kind(try await issuer.issue(claims(participant: "bad id!")))?.kind == .invalidClaims)
+        // Any signer may put any integers in iat and exp: exp - iat overflowing is a refusal, not a trap.
+        var extreme = claims()
+        extreme.issuedAt = .min
+        extreme.expiresAt = .max
+        #expect(await kind(try await issuer.issue(extreme))?.kind == .invalidClaims)
         // A changed payload: the signature no longer matches, and nothing of it is trusted.
         let parts = good.split(separator: ".").map(String.init)
         var payload = try #require(try JSONSerialization.jsonObject(with: Self.decode(parts[1])) as? [String: Any])

@@ -99,6 +99,18 @@ func participant(_ id: String = "p0", media: String? = "a.mp4", extra: String = 
         #expect(empty.field == "participants[0].participantId")
     }
 
+    @Test("times beyond a week (which microseconds could overflow) name their field")
+    func hugeTimes() throws {
+        let huge = "9223372036854775807"
+        let duration = try #require(try loadError(manifest(durationMs: huge, participant())))
+        #expect(duration.field == "durationMs")
+        let at = try #require(try loadError(manifest(durationMs: nil, participant(timeline: "[{\"atMs\": \(huge), \"event\": \"publish\"}]"))))
+        #expect(at.field == "participants[0].timeline[0].atMs")
+        let offset = try #require(try loadError(manifest(participant(extra: "\"mediaOffsetMs\": -\(huge),"))))
+        #expect(offset.field == "participants[0].mediaOffsetMs")
+        #expect(try loadError(manifest(durationMs: "604800000", participant())) == nil)
+    }
+
     @Test func timeOrderAndNegativeTimes() throws {
         let order = try #require(try loadError(manifest(participant(timeline: #"[{"atMs": 500, "event": "publish"}, {"atMs": 100, "event": "unpublish"}]"#))))
         #expect(order.field == "participants[0].timeline[1].atMs")
