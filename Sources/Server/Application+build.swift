@@ -86,7 +86,8 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     let authenticator: any RequestAuthenticator = dependencies.authenticator ?? (
         configuration.auth.enabled
             ? SigV4RequestAuthenticator(accessKeys: configuration.auth.accessKeys, region: configuration.region, logger: logger)
-            : AllowAllAuthenticator())
+            : UnauthenticatedRequestGuard(allowedHosts: [configuration.listen.host] + (configuration.listen.allowedHosts ?? []),
+                                          logger: logger))
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
                                          eventServices: eventServices, authenticator: authenticator,
@@ -139,7 +140,8 @@ func makeApplication<Store: CompositionStore>(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
         operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) },
-        whip: endpoint.map { endpoint -> @Sendable (Request) async -> Response in { request in await endpoint.respond(to: request) } })
+        whip: endpoint.map { endpoint -> @Sendable (Request) async -> Response in { request in await endpoint.respond(to: request) } },
+        metricsBearerToken: configuration.metrics.bearerToken)
     let logger = dependencies.logger
     let listen = configuration.listen
     return Application(
@@ -245,6 +247,8 @@ public struct ServerResponder: HTTPResponder {
     let operation: @Sendable (APIOperation.Route, String, Data) async throws(APIError) -> Data
     /// WHIP (`/whip/...`): bearer tokens, not SigV4.
     var whip: (@Sendable (Request) async -> Response)?
+    /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
+    var metricsBearerToken: String?
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let method = request.method.rawValue
@@ -254,6 +258,10 @@ public struct ServerResponder: HTTPResponder {
                             body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
         if method == "GET", path == "/metrics" {
+            if let token = metricsBearerToken, !Self.bearerMatches(request.headers[.authorization], token: token) {
+                return Response(status: .unauthorized, headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],
+                                body: .init(byteBuffer: ByteBuffer(string: "metrics.bearerToken: send Authorization: Bearer <token>\n")))
+            }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
@@ -297,6 +305,17 @@ public struct ServerResponder: HTTPResponder {
             }
             return Self.errorResponse(error)
         }
+    }
+
+    /// Compares without an early exit, so timing says nothing about how much matched.
+    static func bearerMatches(_ header: String?, token: String) -> Bool {
+        guard let header, header.hasPrefix("Bearer ") else { return false }
+        let given = Array(header.dropFirst("Bearer ".count).utf8), expected = Array(token.utf8)
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for index in 0..<max(given.count, expected.count) {
+            difference |= (index < given.count ? given[index] : 0) ^ (index < expected.count ? expected[index] : 0xFF)
+        }
+        return difference == 0
     }
 
     /// Raw path and raw query (without "?") of a request target.

@@ -33,10 +33,57 @@ public protocol RequestAuthenticator: Sendable {
     func authenticate(_ request: AuthenticationRequest) async -> APIError?
 }
 
-/// Lets every request through: the default, for a daemon bound to loopback.
+/// Lets every request through (tests that need no guard).
 public struct AllowAllAuthenticator: RequestAuthenticator {
     public init() {}
     public func authenticate(_ request: AuthenticationRequest) async -> APIError? { nil }
+}
+
+/// With authentication off, whoever reaches the API may use it, so it must be reachable only
+/// by this machine's own tools and never by a web page: a browser POSTs cross-site without a
+/// preflight when the body is text/plain or a form, and a DNS name rebound to 127.0.0.1 makes
+/// a page's requests reach loopback. The AWS CLI and SDKs send no `Origin`, a JSON content
+/// type and the host they were pointed at; a browser always sends `Origin` cross-site.
+public struct UnauthenticatedRequestGuard: RequestAuthenticator {
+    /// Host names (no port, lower case) the API answers to.
+    let allowedHosts: Set<String>
+    let logger: Logger
+
+    public init(allowedHosts: [String], logger: Logger) {
+        self.allowedHosts = Set((allowedHosts + ["localhost", "127.0.0.1", "::1"]).map { Self.bareHost($0) })
+        self.logger = logger
+    }
+
+    public func authenticate(_ request: AuthenticationRequest) async -> APIError? {
+        let refusal = Self.refusal(request, allowedHosts: allowedHosts)
+        if let refusal { logger.notice("request refused", metadata: ["reason": "\(refusal)", "http.target": "\(request.target)"]) }
+        return refusal.map { .accessDenied("\($0) (authentication is off; see auth.enabled)") }
+    }
+
+    static func refusal(_ request: AuthenticationRequest, allowedHosts: Set<String>) -> String? {
+        func header(_ name: String) -> String? { request.headers.first { $0.0.lowercased() == name }?.1 }
+        if let origin = header("origin") { return "cross-site request refused (Origin: \(origin.prefix(100)))" }
+        if let type = header("content-type") {
+            let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            if !["application/json", "application/x-amz-json-1.0", "application/x-amz-json-1.1"].contains(media) {
+                return "content type \(type.prefix(100)) refused: the API takes JSON"
+            }
+        }
+        guard let host = header("host"), allowedHosts.contains(bareHost(host)) else {
+            return "host \(header("host")?.prefix(100) ?? "(none)") is not one this server answers to (listen.allowedHosts)"
+        }
+        return nil
+    }
+
+    /// `Host` without its port, lower case: `[::1]:8086` → `::1`, `example.com:80` → `example.com`.
+    static func bareHost(_ host: String) -> String {
+        let lower = host.lowercased()
+        if lower.hasPrefix("["), let close = lower.firstIndex(of: "]") {
+            return String(lower[lower.index(after: lower.startIndex)..<close])
+        }
+        if lower.filter({ $0 == ":" }).count == 1, let colon = lower.firstIndex(of: ":") { return String(lower[..<colon]) }
+        return lower
+    }
 }
 
 /// SigV4 verification against the configured access keys (`auth.enabled`): the AWS CLI and

@@ -9,11 +9,34 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public struct Listen: Codable, Sendable, Equatable {
         public var host: String
         public var port: Int
-        public init(host: String = "127.0.0.1", port: Int = 8086) {
+        /// With auth off, host names (besides localhost and the listen address) the API
+        /// answers to; any other `Host` is refused (DNS rebinding).
+        public var allowedHosts: [String]?
+        /// Serve the API on a non-loopback address without authentication anyway (on a
+        /// network you trust completely). Without it, `serve` refuses to start that way.
+        public var allowUnauthenticated: Bool?
+        public init(host: String = "127.0.0.1", port: Int = 8086, allowedHosts: [String]? = nil, allowUnauthenticated: Bool? = nil) {
             self.host = host
             self.port = port
+            self.allowedHosts = allowedHosts
+            self.allowUnauthenticated = allowUnauthenticated
+        }
+
+        /// Whether only this machine can reach the address.
+        public var isLoopback: Bool {
+            host == "localhost" || host == "::1" || host.hasPrefix("127.")
         }
     }
+
+    /// /metrics: open by default (loopback); with `bearerToken` it needs
+    /// `Authorization: Bearer <token>` (Prometheus: `authorization: {credentials: ...}`).
+    public struct Metrics: Codable, Sendable, Equatable {
+        public var bearerToken: String?
+        public init(bearerToken: String? = nil) { self.bearerToken = bearerToken }
+    }
+
+    /// The secret deploy/config.example.json ships with: never accepted as a real one.
+    public static let placeholderSecret = "change-this-secret"
 
     /// A stage defined by the file: an ARN (or a bare ID) and, for a recorded stage, its
     /// directory. Without `source` the stage is live: its publishers join through ingest.
@@ -321,12 +344,15 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var encoderPreset: String
     /// trace, debug, info, notice, warning, error, critical.
     public var logLevel: String
+    public var metrics: Metrics
 
     public init(region: String = "us-east-1", account: String = "123456789012", listen: Listen = Listen(),
                 auth: Authentication = Authentication(), stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
                 channels: [ChannelEntry] = [], buckets: [String: Bucket] = [:], spool: Spool = Spool(), quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
-                encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest()) {
+                encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest(),
+                metrics: Metrics = Metrics()) {
+        self.metrics = metrics
         self.ingest = ingest
         self.region = region
         self.account = account
@@ -348,7 +374,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, spool, quotas,
-             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest
+             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest, metrics
     }
 
     public init(from decoder: any Decoder) throws {
@@ -371,6 +397,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         encoderPreset = try c.decodeIfPresent(String.self, forKey: .encoderPreset) ?? d.encoderPreset
         logLevel = try c.decodeIfPresent(String.self, forKey: .logLevel) ?? d.logLevel
         ingest = try c.decodeIfPresent(Ingest.self, forKey: .ingest) ?? d.ingest
+        metrics = try c.decodeIfPresent(Metrics.self, forKey: .metrics) ?? d.metrics
     }
 
     // MARK: Loading
@@ -507,6 +534,18 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if !(l.shutdownGraceSeconds > 0) { problems.append("lifecycle.shutdownGraceSeconds: must be positive") }
         if auth.enabled, auth.accessKeys.isEmpty {
             problems.append("auth.accessKeys: at least one access key is needed when auth.enabled is true")
+        }
+        if auth.enabled {
+            for (id, secret) in auth.accessKeys.sorted(by: { $0.key < $1.key }) where secret == Self.placeholderSecret {
+                problems.append("auth.accessKeys.\(id): \"\(secret)\" is the example's placeholder; set a secret of your own")
+            }
+        }
+        if !auth.enabled, !listen.isLoopback, listen.allowUnauthenticated != true {
+            problems.append("listen.host: \(listen.host) is reachable from other machines and auth.enabled is false: "
+                            + "enable auth, listen on 127.0.0.1, or set listen.allowUnauthenticated: true")
+        }
+        if let token = metrics.bearerToken, token.count < 16 {
+            problems.append("metrics.bearerToken: at least 16 characters")
         }
         for (id, secret) in auth.accessKeys.sorted(by: { $0.key < $1.key }) where id.isEmpty || secret.isEmpty {
             problems.append("auth.accessKeys.\(id): access key IDs and secrets must not be empty")

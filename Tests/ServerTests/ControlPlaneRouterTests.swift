@@ -14,11 +14,12 @@ import Persistence
 import XCTest
 
 final class ControlPlaneRouterTests: XCTestCase {
-    func makeApp(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) async throws -> some ApplicationProtocol {
+    func makeApp(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+                 metrics: ServerConfiguration.Metrics = ServerConfiguration.Metrics()) async throws -> some ApplicationProtocol {
         let configuration = ServerConfiguration(
             stages: [.init(id: "twoPeople", source: CompositionManagerTests.fixtures.appendingPathComponent("two-people").path)],
             buckets: ["rec-bucket": .directory(FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path)],
-            maxRequestBodyBytes: 4096)
+            maxRequestBodyBytes: 4096, metrics: metrics)
         return try await buildApplication(configuration: configuration, dependencies: ServerDependencies(
             logger: Logger(label: "test"), events: InMemoryEventSink(), metricsRegistry: registry,
             launcher: FakePipelineLauncher(), inMemoryStore: true))
@@ -141,5 +142,80 @@ final class ControlPlaneRouterTests: XCTestCase {
                 XCTAssertTrue(text.contains("stage_compositor_compositions{state=\"ACTIVE\"}"), text)
             }
         }
+    }
+
+    /// Authentication off: a web page must not be able to drive the API (cross-site POSTs,
+    /// DNS rebinding); the AWS CLI's requests (no Origin, JSON, the host it was given) pass.
+    func testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() async throws {
+        try await makeApp().test(.router) { client in
+            let body = ByteBuffer(string: #"{"stageArn":"arn:aws:ivs:us-east-1:123456789012:stage/twoPeople","destinations":[]}"#)
+            // (The router test client always sends the authority "localhost".)
+            let attempts: [(HTTPFields, String)] = [
+                ([.origin: "https://evil.example", .contentType: "text/plain"], "cross-site"),
+                ([.origin: "null", .contentType: "application/json"], "cross-site"),
+                ([.contentType: "text/plain"], "content type"),
+                ([.contentType: "application/x-www-form-urlencoded"], "content type"),
+            ]
+            for (headers, reason) in attempts {
+                try await client.execute(uri: "/StartComposition", method: .post, headers: headers, body: body) { response in
+                    XCTAssertEqual(response.status, .forbidden, "\(headers)")
+                    XCTAssertEqual(response.headers[HTTPField.Name("x-amzn-ErrorType")!], "AccessDeniedException")
+                    XCTAssertTrue(String(buffer: response.body).contains(reason), String(buffer: response.body))
+                }
+            }
+            // As the AWS CLI sends it: no Origin, JSON.
+            try await client.execute(uri: "/ListEncoderConfigurations", method: .post,
+                                     headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { response in
+                XCTAssertEqual(response.status, .ok)
+            }
+        }
+        // Hosts: the listen address, localhost and loopback, with or without a port; any other
+        // name (a DNS name rebound to 127.0.0.1) is refused.
+        let allowed = UnauthenticatedRequestGuard(allowedHosts: ["127.0.0.1", "compositor.internal"], logger: Logger(label: "test")).allowedHosts
+        func refusal(_ host: String?) -> String? {
+            UnauthenticatedRequestGuard.refusal(AuthenticationRequest(method: "POST", path: "/ListStages", query: "",
+                                                                      headers: (host.map { [("host", $0)] } ?? []) + [("Content-Type", "application/json")],
+                                                                      body: Data()), allowedHosts: allowed)
+        }
+        for host in ["127.0.0.1:8086", "localhost:8086", "LOCALHOST", "[::1]:8086", "compositor.internal:8086"] {
+            XCTAssertNil(refusal(host), host)
+        }
+        for host in ["rebound.evil.example:8086", "127.0.0.1.evil.example", "[::2]:8086", ""] {
+            XCTAssertNotNil(refusal(host), host)
+        }
+        XCTAssertNotNil(refusal(nil))
+    }
+
+    func testMetricsBehindABearerToken() async throws {
+        let token = "0123456789abcdef-metrics"
+        try await makeApp(metrics: ServerConfiguration.Metrics(bearerToken: token)).test(.router) { client in
+            for header in [nil, "Bearer wrong", "Bearer \(token)x", "Basic \(token)"] {
+                var headers = HTTPFields()
+                if let header { headers[.authorization] = header }
+                try await client.execute(uri: "/metrics", method: .get, headers: headers) { response in
+                    XCTAssertEqual(response.status, .unauthorized, header ?? "none")
+                }
+            }
+            try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                XCTAssertEqual(response.status, .ok)
+                XCTAssertTrue(String(buffer: response.body).contains("stage_compositor_frames_composed_total"))
+            }
+            try await client.execute(uri: "/healthz", method: .get) { response in XCTAssertEqual(response.status, .ok) }
+        }
+    }
+
+    func testAnUnauthenticatedAPIOnlyOnLoopbackAndNoPlaceholderSecret() {
+        var open = ServerConfiguration(listen: .init(host: "0.0.0.0"), stateDirectory: "/tmp/x")
+        XCTAssertTrue(open.validate().contains { $0.hasPrefix("listen.host: 0.0.0.0 is reachable from other machines") }, "\(open.validate())")
+        open.listen.allowUnauthenticated = true
+        XCTAssertFalse(open.validate().contains { $0.hasPrefix("listen.host") })
+        var authenticated = ServerConfiguration(listen: .init(host: "0.0.0.0"),
+                                                auth: .init(enabled: true, accessKeys: ["AKID": ServerConfiguration.placeholderSecret]),
+                                                stateDirectory: "/tmp/x")
+        XCTAssertTrue(authenticated.validate().contains { $0.hasPrefix("auth.accessKeys.AKID") }, "\(authenticated.validate())")
+        XCTAssertFalse(authenticated.validate().contains { $0.hasPrefix("listen.host") })
+        authenticated.auth.accessKeys = ["AKID": "a secret of my own"]
+        XCTAssertFalse(authenticated.validate().contains { $0.hasPrefix("auth.accessKeys") })
+        XCTAssertTrue(ServerConfiguration(stateDirectory: "/tmp/x").validate().isEmpty)
     }
 }

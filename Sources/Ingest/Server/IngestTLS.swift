@@ -17,8 +17,11 @@ public enum IngestTLS {
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
             let key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
-            return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
-                                                            privateKey: .privateKey(key))
+            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
+                                                                         privateKey: .privateKey(key))
+            // TLS 1.0 and 1.1 are deprecated (RFC 8996); every encoder that speaks RTMPS has 1.2.
+            configuration.minimumTLSVersion = .tlsv12
+            return configuration
         } catch {
             throw Error(description: "RTMPS certificate \(certificateFile) / key \(privateKeyFile): \(error)")
         }
