@@ -271,7 +271,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             let request = try decode(DisconnectParticipantRequest.self, body)
             _ = try await stage(request.stageArn)
             guard await runtime.disconnect(stageArn: request.stageArn, participantId: request.participantId,
-                                           reason: request.reason ?? "DisconnectParticipant") else {
+                                           reason: request.reason ?? "DisconnectParticipant", revoke: true) else {
                 throw .resourceNotFound("participantId: participant \(request.participantId) is not connected to \(request.stageArn)")
             }
             return try APIJSON.encode(DisconnectParticipantResponse())
@@ -383,6 +383,8 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             let request = try decode(DeletePublicKeyRequest.self, body)
             _ = try await publicKey(request.arn)
             _ = try await storeCall { try await store.deletePublicKey(arn: request.arn) }
+            // Tokens it signed no longer verify; the sessions they admitted end too.
+            await runtime.disconnect(publicKeyArn: request.arn, reason: "public key \(request.arn) was deleted")
             return try APIJSON.encode(DeletePublicKeyResponse())
         default:
             throw .internalServer("\(operation.name) is not a public-key operation")

@@ -29,6 +29,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         var stageArn: String
         var participantId: String
         var ingestConfigurationArn: String?
+        /// WHIP: the token's expiry and the key that verified it.
+        var tokenExpiresAt: Int64? = nil
+        var tokenKeyArn: String? = nil
     }
 
     enum Message: Sendable {
@@ -56,6 +59,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     private var book: StageSessionBook
     /// By ingest configuration ARN (RTMP) or `whip:<stage ARN>/<participant ID>`.
     private var connections: [String: Connection] = [:]
+    /// WHIP participants revoked by DisconnectParticipant (`<stage ARN>/<participant ID>`),
+    /// until their token's expiry (seconds since 1970). Kept in memory: a restart forgets them.
+    private var revoked: [String: Int64] = [:]
     private let inbox: AsyncStream<Message>
     private let inboxContinuation: AsyncStream<Message>.Continuation
 
@@ -277,7 +283,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         let identity = LiveParticipantIdentity(participantId: participantId, userId: userId, attributes: participant.attributes)
         let publisher = hub.join(stageArn: stageArn, identity: identity, disconnect: disconnect)
         let publication = Publication(publisher: publisher, runtime: self)
-        connections[key] = Connection(publication: publication, stageArn: stageArn, participantId: participantId, ingestConfigurationArn: nil)
+        connections[key] = Connection(publication: publication, stageArn: stageArn, participantId: participantId, ingestConfigurationArn: nil,
+                                      tokenExpiresAt: participant.expiresAt, tokenKeyArn: participant.keyArn)
         await apply(book.joinAndPublish(stageArn: stageArn, participantId: participantId, userId: userId,
                                         attributes: participant.attributes, transport: IngestTransport.whip.rawValue,
                                         ingestConfigurationArn: nil, at: seconds()))
@@ -364,11 +371,43 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     public func activeSessionId(stageArn: String) -> String? { book.activeSession(stageArn: stageArn) }
 
     /// Closes a publisher's connection (DisconnectParticipant, forced deletes, deleted stages).
-    /// False when that participant is not connected.
+    /// False when that participant is not connected. With `revoke` (DisconnectParticipant, as
+    /// IVS does) it cannot come back by itself: a WHIP participant's token is refused until it
+    /// expires, and an RTMP participant's ingest configuration loses its stage (`stageArn`
+    /// empty) so its key is refused until UpdateIngestConfiguration sets one again.
     @discardableResult
-    public func disconnect(stageArn: String, participantId: String, reason: String) -> Bool {
+    public func disconnect(stageArn: String, participantId: String, reason: String, revoke: Bool = false) async -> Bool {
         guard book.isConnected(stageArn: stageArn, participantId: participantId) else { return false }
+        if revoke, let connection = connections.values.first(where: { $0.stageArn == stageArn && $0.participantId == participantId }) {
+            if let arn = connection.ingestConfigurationArn {
+                do {
+                    if var stored = try await store.ingestConfiguration(arn: arn) {
+                        stored.configuration.stageArn = ""
+                        try await store.putIngestConfiguration(stored)
+                    }
+                } catch {
+                    logger.error("cannot clear the ingest configuration's stage", metadata: ["ingest.arn": "\(arn)", "error": "\(error)"])
+                }
+            } else {
+                let now = seconds()
+                revoked = revoked.filter { $0.value > now }
+                revoked["\(stageArn)/\(participantId)"] = connection.tokenExpiresAt ?? now + 14 * 86_400
+            }
+        }
         return hub.disconnect(stageArn: stageArn, participantId: participantId, reason: reason)
+    }
+
+    /// Whether DisconnectParticipant revoked this WHIP participant and its token has not expired.
+    public func isRevoked(stageArn: String, participantId: String) -> Bool {
+        guard let until = revoked["\(stageArn)/\(participantId)"] else { return false }
+        return until > seconds()
+    }
+
+    /// Ends every WHIP session a deleted public key admitted.
+    public func disconnect(publicKeyArn: String, reason: String) {
+        for connection in connections.values where connection.tokenKeyArn == publicKeyArn {
+            hub.disconnect(stageArn: connection.stageArn, participantId: connection.participantId, reason: reason)
+        }
     }
 
     /// Disconnects every publisher of an ingest configuration (forced delete).

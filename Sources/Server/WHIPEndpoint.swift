@@ -90,6 +90,11 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
                               headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""])
         }
         let participant = TokenParticipant(claims)
+        if await runtime.isRevoked(stageArn: stageArn, participantId: claims.participantId) {
+            requestLogger.notice("WHIP publish refused: participant revoked", metadata: ["participant.id": "\(claims.participantId)"])
+            return WHIPResponses.plain(.forbidden, "participant \(claims.participantId) was disconnected (DisconnectParticipant): "
+                                       + "its token is revoked until it expires")
+        }
         guard claims.capabilities.contains(.publish) else {
             runtime.refused(participant, .insufficientCapabilities, reason: "the participant token does not allow publishing")
             return WHIPResponses.plain(.forbidden, "participant token: no PUBLISH capability (a subscribe-only token)")
@@ -172,6 +177,6 @@ enum WHIPResponses {
 extension TokenParticipant {
     init(_ claims: ParticipantTokenClaims) {
         self.init(stageArn: claims.stageArn, participantId: claims.participantId, userId: claims.userId ?? "",
-                  attributes: claims.attributes)
+                  attributes: claims.attributes, expiresAt: claims.expiresAt, keyArn: claims.keyArn.isEmpty ? nil : claims.keyArn)
     }
 }

@@ -202,7 +202,8 @@ def test_whip_http_rules(d):
     token → 403, an offer without video or audio → 400 naming it, a token used twice → 409,
     garbage datagrams and STUN with a wrong password (answered 401) on the media port, and a
     DTLS fingerprint mismatch, which ends only that session. A token signed with an imported
-    public key is accepted."""
+    public key is accepted. DisconnectParticipant revokes a token (403 until it expires), and
+    deleting a public key ends the sessions it admitted."""
     d.start()
     stage = create_stage(d)
     arn_stage = stage["arn"]
@@ -287,6 +288,16 @@ def test_whip_http_rules(d):
         check(listed[good["participantId"]]["state"] == "CONNECTED", f"the good publisher is unaffected: {listed}")
         check(clients[0].process.poll() is None, f"the good publisher still runs: {clients[0].output()}")
         check(metric(d, "stage_compositor_whip_packets_received", good["participantId"]) > 200, "good publisher's packets")
+
+        # DisconnectParticipant revokes: the same token is refused (403) until it expires.
+        d.cli("disconnect-participant", "--stage-arn", arn_stage, "--participant-id", good["participantId"], "--reason", "test")
+        wait_participant(d, arn_stage, session, good["participantId"], "DISCONNECTED", timeout=10)
+        status, _, body = whip_post(url, good["token"], offer)
+        check(status == 403 and "DisconnectParticipant" in body, f"a revoked token: {status} {body}")
+        # Deleting a public key ends the sessions its tokens admitted.
+        wait_participant(d, arn_stage, session, "customerSigned1", "CONNECTED", timeout=10)
+        d.cli("delete-public-key", "--arn", key["arn"])
+        wait_participant(d, arn_stage, session, "customerSigned1", "DISCONNECTED", timeout=10)
         check(d.stop() == 0, "exit status")
     finally:
         for client in clients:

@@ -55,12 +55,19 @@ public struct TokenParticipant: Sendable, Equatable {
     public var participantId: String
     public var userId: String
     public var attributes: [String: String]
+    /// The token's `exp` (seconds since 1970): a revoked participant stays refused until then.
+    public var expiresAt: Int64?
+    /// The public key that verified the token: deleting the key ends the session.
+    public var keyArn: String?
 
-    public init(stageArn: String, participantId: String, userId: String, attributes: [String: String]) {
+    public init(stageArn: String, participantId: String, userId: String, attributes: [String: String],
+                expiresAt: Int64? = nil, keyArn: String? = nil) {
         self.stageArn = stageArn
         self.participantId = participantId
         self.userId = userId
         self.attributes = attributes
+        self.expiresAt = expiresAt
+        self.keyArn = keyArn
     }
 }
 
