@@ -219,6 +219,7 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "packets_recovered_by_nack": Double(receiver.recoveredByNack), "nacks_sent": Double(receiver.nacksSent),
             "plis_sent": Double(receiver.pictureLossIndicationsSent), "jitter_seconds": Double(receiver.videoJitter) / 1_000_000,
             "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures),
+            "undeclared_stream_packets": Double(receiver.undeclaredStreamPackets),
             "video_width": Double(receiver.videoWidth), "video_height": Double(receiver.videoHeight),
             "simulcast_layers": Double(receiver.simulcastLayers), "simulcast_switches": Double(receiver.simulcastSwitches),
             "frames_of_other_layers": Double(receiver.framesOfOtherLayers),

@@ -451,6 +451,33 @@ struct PublisherMediaReceiverTests {
         #expect(receiver.receiveRTP([0x80, 0x60], now: 0).isEmpty)
         #expect(receiver.statistics.unknownPackets == 2)
     }
+
+    @Test("a flood of SSRCs on negotiated payload types makes no streams: only those declared (or, undeclared, one per m-section) are kept",
+          arguments: [true, false])
+    func ssrcFlood(declared: Bool) throws {
+        // Without a=ssrc lines (as simulcast and some clients offer), the first SSRC of a kind is the stream.
+        let text = declared ? offer : offer.split(separator: "\r\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("a=ssrc") }.joined(separator: "\r\n")
+        var receiver = PublisherMediaReceiver(negotiation: try negotiation(offer: text), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))
+        func send(ssrc: UInt32, payloadType: UInt8, sequence: UInt16, now: Int64) throws {
+            let packet = try RTPPacket(marker: true, payloadType: payloadType, sequenceNumber: sequence, timestamp: UInt32(sequence) * 3000,
+                                       ssrc: ssrc, payload: [0x65, 1, 2, 3]).serialized()
+            _ = receiver.receiveRTP(packet, now: now)
+        }
+        try send(ssrc: Self.videoSSRC, payloadType: 102, sequence: 1, now: 0)
+        try send(ssrc: Self.audioSSRC, payloadType: 111, sequence: 1, now: 0)
+        for index in 0..<20_000 {
+            let payloadType: UInt8 = [102, 111, 103][index % 3]
+            try send(ssrc: 100_000 + UInt32(index), payloadType: payloadType, sequence: UInt16(index % 60_000), now: Int64(index))
+        }
+        #expect(receiver.streamCount == 2)
+        #expect(receiver.rtxAssociationCount <= 3)
+        #expect(receiver.statistics.undeclaredStreamPackets >= 19_990, "\(receiver.statistics)")
+        // The real streams go on.
+        let before = receiver.statistics.packetsReceived
+        try send(ssrc: Self.videoSSRC, payloadType: 102, sequence: 2, now: 30_000)
+        #expect(receiver.statistics.packetsReceived == before + 1)
+    }
 }
 
 extension ReceiverOutput {

@@ -51,6 +51,9 @@ public struct ReceiverStatistics: Sendable, Equatable {
     public var audioJitter: Int64 = 0
     /// Packets that were not RTP/RTCP of a negotiated stream.
     public var unknownPackets: Int64 = 0
+    /// Packets of SSRCs the offer did not declare, beyond the streams it negotiated (one per
+    /// m-section, one per simulcast layer): dropped before any state is made for them.
+    public var undeclaredStreamPackets: Int64 = 0
     /// The picture size of the video delivered, from its latest keyframe.
     public var videoWidth: Int = 0
     public var videoHeight: Int = 0
@@ -111,7 +114,17 @@ public struct PublisherMediaReceiver: Sendable {
         /// Video after a loss that NACKs could not repair: delta frames would decode into
         /// garbage, so none is delivered until the next keyframe (the picture freezes instead).
         var awaitingKeyframe = false
+        /// When its latest packet arrived (µs).
+        var lastPacketAt: Int64 = 0
     }
+
+    /// Streams (SSRCs) with receive state, and RTX SSRCs paired with one (for tests and metrics).
+    var streamCount: Int { tracks.count }
+    var rtxAssociationCount: Int { rtx.associations.ssrcs.count }
+
+    /// A stream silent this long (µs) may give its place to a new SSRC of its kind (a sender
+    /// that restarted a track with a new SSRC and declared none).
+    static let replaceableAfter: Int64 = 2_000_000
 
     public let configuration: PublisherMediaReceiverConfiguration
     private let video: NegotiatedMedia?
@@ -200,13 +213,20 @@ public struct PublisherMediaReceiver: Sendable {
                 statistics.unknownPackets += 1
                 return []
             }
+            // One RTX stream per video stream (twice that, for a sender that changed one): a
+            // flood of RTX SSRCs is counted and dropped, never remembered.
+            let videoStreams = max(1, video?.simulcastRids.count ?? 1)
+            guard rtx.associations.ssrcs.count < 2 * videoStreams + (video?.sources.count ?? 0) else {
+                statistics.undeclaredStreamPackets += 1
+                return []
+            }
             rtx.associations.ssrcs[parsed.ssrc] = mediaSSRC
             return receiveRTP(bytes, now: now)
         }
-        guard var track = tracks[packet.ssrc] ?? makeTrack(for: packet) else {
-            statistics.unknownPackets += 1
+        guard var track = tracks[packet.ssrc] ?? admitStream(for: packet, now: now) else {
             return []
         }
+        track.lastPacketAt = now
         if track.kind == .video, layers != nil {
             layers?.packetReceived(ssrc: packet.ssrc, now: now)
             // Senders put the rid on a layer's packets until our receiver reports name its SSRC.
@@ -358,6 +378,36 @@ public struct PublisherMediaReceiver: Sendable {
         guard !bytes.isEmpty, bytes.count <= 255 else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
         return text.isEmpty ? nil : text
+    }
+
+    /// A track for a new SSRC, only if the offer allows it: an SSRC it declared, or while its
+    /// kind has fewer streams than negotiated (a silent one may be replaced). Anything else is
+    /// counted and dropped before memory is spent on it (a flood of SSRCs costs nothing).
+    private mutating func admitStream(for packet: RTPPacket, now: Int64) -> Track? {
+        guard let track = makeTrack(for: packet) else {
+            statistics.unknownPackets += 1
+            return nil
+        }
+        let media = track.kind == .video ? video : audio
+        let declared = media?.sources ?? []
+        if !declared.isEmpty {
+            guard declared.contains(where: { $0.ssrc == packet.ssrc }) else {
+                statistics.undeclaredStreamPackets += 1
+                return nil
+            }
+            return track
+        }
+        let allowed = track.kind == .video ? max(1, video?.simulcastRids.count ?? 1) : 1
+        let existing = tracks.filter { $0.value.kind == track.kind }
+        if existing.count >= allowed {
+            guard let silent = existing.filter({ now - $0.value.lastPacketAt >= Self.replaceableAfter })
+                .min(by: { $0.value.lastPacketAt < $1.value.lastPacketAt }) else {
+                statistics.undeclaredStreamPackets += 1
+                return nil
+            }
+            tracks[silent.key] = nil
+        }
+        return track
     }
 
     private func makeTrack(for packet: RTPPacket) -> Track? {
