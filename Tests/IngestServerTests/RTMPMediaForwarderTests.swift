@@ -207,6 +207,23 @@ struct RTMPMediaForwarderTests {
         }
     }
 
+    @Test("message rate: a burst over 5,000 in one second, or over 1,000 a second for 5 s, disconnects; an encoder's rate does not")
+    func messageRate() {
+        var encoder = MessageRateLimit()
+        for tick in 0..<600 { #expect(encoder.add(3, now: Int64(tick) * 16_666) == nil) }  // 60 fps video + audio, 10 s
+        var burst = MessageRateLimit()
+        #expect(burst.add(4_000, now: 0) == nil)
+        #expect(burst.add(1_001, now: 500_000)?.contains("within one second") == true)
+        var sustained = MessageRateLimit()
+        var reasons: [String] = []
+        for second in 0..<7 {
+            for part in 0..<10 {
+                if let reason = sustained.add(150, now: Int64(second) * 1_000_000 + Int64(part) * 100_000) { reasons.append(reason) }
+            }
+        }
+        #expect(reasons.first?.contains("averaged over 5 s") == true, "\(reasons)")
+    }
+
     @Test("bitrate window: averaged over whole seconds once a window has passed")
     func bitrateWindow() {
         var window = BitrateWindow(seconds: 5)

@@ -183,6 +183,9 @@ public struct RTMPServerSession: Sendable {
     /// All bytes handed out in `.send` actions.
     public private(set) var bytesSent: UInt64 = 0
     /// Media messages dropped: before any publish, or beyond the pending bound.
+    /// Messages (of any type) received so far: the owner holds the peer to a message rate, so
+    /// empty or ignored messages cost the sender too.
+    public private(set) var messagesReceived: Int64 = 0
     public private(set) var droppedMediaMessages = 0
 
     public init(limits: RTMPSessionLimits = RTMPSessionLimits(), hmacSHA256: @escaping RTMPHMACSHA256,
@@ -294,6 +297,7 @@ public struct RTMPServerSession: Sendable {
     // MARK: Messages
 
     private mutating func handle(_ message: RTMPMessage, into actions: inout [RTMPSessionAction]) {
+        messagesReceived &+= 1
         switch message.typeID {
         case RTMPMessage.TypeID.setChunkSize, RTMPMessage.TypeID.abort:
             break  // The decoder applied them.

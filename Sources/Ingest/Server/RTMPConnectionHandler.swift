@@ -49,6 +49,8 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
     private var phase = Phase.negotiating
     private var forwarder = RTMPMediaForwarder()
     private var bitrate = BitrateWindow()
+    private var messageRate = MessageRateLimit()
+    private var messagesCounted: Int64 = 0
     private let transport: IngestTransport
     private let admission: any IngestAdmission
     private let policy: RTMPConnectionPolicy
@@ -103,6 +105,12 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         var buffer = unwrapInboundIn(data)
         let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
         perform(session.receive(bytes))
+        let received = session.messagesReceived &- messagesCounted
+        messagesCounted = session.messagesReceived
+        if let excess = messageRate.add(received, now: clock.nowMicroseconds()) {
+            if case .publishing(let publication) = phase { publication.failed(.invalidInput, reason: excess) }
+            close(reason: "message flood: \(excess)")
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

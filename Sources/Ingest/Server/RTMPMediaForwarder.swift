@@ -156,3 +156,36 @@ public struct BitrateWindow: Sendable {
 
     private var startSecond: Int64?
 }
+
+/// Messages per second a connection may send: an encoder sends tens (video frames, audio
+/// frames, a few commands); a peer flooding empty or ignored messages costs CPU without
+/// costing bytes, so the count is held to a sustained average and a burst per second.
+public struct MessageRateLimit: Sendable {
+    public let sustainedPerSecond: Int64
+    public let burstPerSecond: Int64
+    private var window = BitrateWindow()
+    private var second: Int64?
+    private var inSecond: Int64 = 0
+
+    public init(sustainedPerSecond: Int64 = 1_000, burstPerSecond: Int64 = 5_000) {
+        self.sustainedPerSecond = sustainedPerSecond
+        self.burstPerSecond = burstPerSecond
+    }
+
+    /// Adds `count` messages received at `now` (µs); the reason to disconnect when over.
+    public mutating func add(_ count: Int64, now: Int64) -> String? {
+        guard count > 0 else { return nil }
+        let current = now / 1_000_000
+        if second != current {
+            second = current
+            inSecond = 0
+        }
+        inSecond &+= count
+        if inSecond > burstPerSecond { return "\(inSecond) messages within one second (at most \(burstPerSecond))" }
+        // The window counts bytes as bits/8: one "byte" per message gives messages × 8 per second.
+        if let rate = window.add(Int(clamping: count), now: now), rate / 8 > sustainedPerSecond {
+            return "\(rate / 8) messages per second averaged over 5 s (at most \(sustainedPerSecond))"
+        }
+        return nil
+    }
+}
