@@ -377,6 +377,20 @@ struct SessionErrorTests {
         #expect(talk.session.acceptPublish().filter { if case .media = $0 { return true } else { return false } }.count == 2)
     }
 
+    @Test("before a publish command, a message over 64 KiB closes the connection; after it, keyframe-sized messages pass")
+    func smallBufferBeforePublish() throws {
+        var idle = try Conversation()
+        _ = try idle.exchange(idle.publisher.connect())
+        let big = idle.publisher.video(payload(200_000, seed: 1), timestamp: 0)
+        #expect(idle.session.receive(big).contains(.close(.chunkStream(.messageTooLong(200_000)))))
+        var talk = try Conversation()
+        try talk.connectAndPublish()
+        _ = talk.session.acceptPublish()
+        let keyframe = talk.publisher.video(payload(200_000, seed: 2), timestamp: 0)
+        #expect(talk.session.receive(keyframe).contains { if case .media = $0 { return true } else { return false } })
+        #expect(talk.session.messagesReceived == 4)  // connect, createStream, publish, the keyframe
+    }
+
     @Test("unknown commands and message types are reported as ignored")
     func ignoredThings() throws {
         var talk = try Conversation()

@@ -137,7 +137,8 @@ public struct RTMPChunkDecoder: Sendable {
         case chunkDataFollows
     }
 
-    public let limits: RTMPChunkLimits
+    /// Tighter before a publisher is identified, the full limits after (RTMPServerSession).
+    public var limits: RTMPChunkLimits
     /// The peer's current outgoing chunk size.
     public private(set) var chunkSize: UInt32 = RTMPMessage.defaultChunkSize
     private var state: State = .awaitingHeader

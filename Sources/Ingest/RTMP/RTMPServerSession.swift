@@ -121,9 +121,19 @@ public struct RTMPSessionLimits: Equatable, Sendable {
     public var maxPendingMediaBytes: Int
     /// createStream calls per connection (publishers make one).
     public var maxMessageStreams: Int
+    /// Until a publish command arrives (handshake, connect, createStream: a few small
+    /// messages), the chunk stream holds at most this much: a peer that never publishes gets
+    /// kilobytes of our memory, not `chunk`'s megabytes.
+    public var beforePublish: RTMPChunkLimits
+
+    public static let defaultBeforePublish = RTMPChunkLimits(maxChunkSize: 1 << 20, maxMessageLength: 65_536,
+                                                             maxAssemblingChunkStreams: 4, maxKnownChunkStreams: 16,
+                                                             maxBufferedPayloadBytes: 128 << 10)
 
     public init(chunk: RTMPChunkLimits = RTMPChunkLimits(), amf: AMF0Limits = AMF0Limits(),
-                maxPendingMediaBytes: Int = 1 << 20, maxMessageStreams: Int = 16) {
+                maxPendingMediaBytes: Int = 1 << 20, maxMessageStreams: Int = 16,
+                beforePublish: RTMPChunkLimits = RTMPSessionLimits.defaultBeforePublish) {
+        self.beforePublish = beforePublish
         self.chunk = chunk
         self.amf = amf
         self.maxPendingMediaBytes = maxPendingMediaBytes
@@ -182,17 +192,17 @@ public struct RTMPServerSession: Sendable {
     public private(set) var bytesReceived: UInt64 = 0
     /// All bytes handed out in `.send` actions.
     public private(set) var bytesSent: UInt64 = 0
-    /// Media messages dropped: before any publish, or beyond the pending bound.
     /// Messages (of any type) received so far: the owner holds the peer to a message rate, so
     /// empty or ignored messages cost the sender too.
     public private(set) var messagesReceived: Int64 = 0
+    /// Media messages dropped: before any publish, or beyond the pending bound.
     public private(set) var droppedMediaMessages = 0
 
     public init(limits: RTMPSessionLimits = RTMPSessionLimits(), hmacSHA256: @escaping RTMPHMACSHA256,
                 random: @escaping RTMPRandomFill = RTMPHandshake.systemRandom) {
         self.limits = limits
         self.handshake = RTMPServerHandshake(hmacSHA256: hmacSHA256, random: random)
-        self.decoder = RTMPChunkDecoder(limits: limits.chunk)
+        self.decoder = RTMPChunkDecoder(limits: limits.beforePublish)
     }
 
     public var isHandshakeComplete: Bool { handshake.isComplete }
@@ -573,6 +583,8 @@ public struct RTMPServerSession: Sendable {
                                          publishingType: RTMPPublishingType(rawValue: typeName) ?? .live,
                                          messageStreamID: messageStreamID)
         phase = .publishPending(connection, PendingPublish(request: request, transactionID: transactionID))
+        // Media may follow at once (some encoders do not wait for the answer): full limits.
+        decoder.limits = limits.chunk
         actions.append(.publishRequested(request))
     }
 
