@@ -187,6 +187,7 @@ func makeIngestServer(configuration: ServerConfiguration, admission: any IngestA
         policy: RTMPConnectionPolicy(publishDeadline: .milliseconds(Int64(ingest.handshakeTimeoutSeconds * 1000)),
                                      maxBitrate: Int64(ingest.maxBitrate)),
         idleTimeout: .milliseconds(Int64(ingest.idleTimeoutSeconds * 1000)), clock: HubClockReading(clock: hub.clock),
+        connectionLimits: ConnectionLimits(total: ingest.maxConnections, perAddress: ingest.maxConnectionsPerAddress),
         logger: ingestLogger)
 }
 

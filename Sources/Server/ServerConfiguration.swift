@@ -277,11 +277,17 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var handshakeTimeoutSeconds: Double
         /// A connection that sends nothing for this long is closed (half-open TCP, a stall).
         public var idleTimeoutSeconds: Double
+        /// Open RTMP and RTMPS connections at once, in all and from one address.
+        public var maxConnections: Int
+        public var maxConnectionsPerAddress: Int
 
         public init(rtmp: Listener = Listener(port: 1935), rtmps: Listener = Listener(port: 1936), whip: WHIP = WHIP(),
                     certificateFile: String? = nil, privateKeyFile: String? = nil, publicHost: String? = nil,
                     latencyMs: Int = 200, videoStoppedAfterSeconds: Double = 3, maxBitrate: Int = 8_500_000,
-                    handshakeTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 10) {
+                    handshakeTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 10, maxConnections: Int = 1_000,
+                    maxConnectionsPerAddress: Int = 50) {
+            self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.rtmp = rtmp
             self.rtmps = rtmps
             self.whip = whip
@@ -309,6 +315,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             maxBitrate = try c.decodeIfPresent(Int.self, forKey: .maxBitrate) ?? d.maxBitrate
             handshakeTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .handshakeTimeoutSeconds) ?? d.handshakeTimeoutSeconds
             idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
+            maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
+            maxConnectionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxConnectionsPerAddress) ?? d.maxConnectionsPerAddress
         }
 
         /// `rtmp://host:port/app/`, as IVS's `endpoints.rtmp`; nil when disabled.
@@ -587,6 +595,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if i.maxBitrate < 100_000 { problems.append("ingest.maxBitrate: must be at least 100000") }
         if !(i.handshakeTimeoutSeconds > 0) { problems.append("ingest.handshakeTimeoutSeconds: must be positive") }
         if !(i.idleTimeoutSeconds > 0) { problems.append("ingest.idleTimeoutSeconds: must be positive") }
+        if i.maxConnections < 1 { problems.append("ingest.maxConnections: must be at least 1") }
+        if i.maxConnectionsPerAddress < 1 { problems.append("ingest.maxConnectionsPerAddress: must be at least 1") }
         if maxRequestBodyBytes < 1024 { problems.append("maxRequestBodyBytes: must be at least 1024") }
         let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
         if !presets.contains(encoderPreset) { problems.append("encoderPreset: one of \(presets.joined(separator: ", "))") }

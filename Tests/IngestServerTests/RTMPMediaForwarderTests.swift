@@ -224,6 +224,19 @@ struct RTMPMediaForwarderTests {
         #expect(reasons.first?.contains("averaged over 5 s") == true, "\(reasons)")
     }
 
+    @Test("connection caps: in all and per address; a closed connection gives its place back")
+    func connectionLimiter() {
+        let limiter = ConnectionLimiter(limits: ConnectionLimits(total: 5, perAddress: 3))
+        #expect((0..<3).allSatisfy { _ in limiter.acquire("10.0.0.1") })
+        #expect(!limiter.acquire("10.0.0.1"), "a fourth from one address")
+        #expect(limiter.acquire("10.0.0.2") && limiter.acquire("10.0.0.3"))
+        #expect(!limiter.acquire("10.0.0.4"), "a sixth in all")
+        limiter.release("10.0.0.1")
+        #expect(limiter.acquire("10.0.0.4"))
+        limiter.release("unknown")
+        #expect(limiter.counts.open == 5 && limiter.counts.refused == 2)
+    }
+
     @Test("bitrate window: averaged over whole seconds once a window has passed")
     func bitrateWindow() {
         var window = BitrateWindow(seconds: 5)

@@ -40,9 +40,13 @@ public final class RTMPIngestServer: Service, Sendable {
     private let bound = Mutex<[IngestTransport: Int]>([:])
     private let ready = Mutex<[CheckedContinuation<Void, Never>]>([])
 
+    /// RTMP and RTMPS together.
+    public let limiter: ConnectionLimiter
+
     public init(listeners: [RTMPIngestListener], admission: any IngestAdmission, policy: RTMPConnectionPolicy,
-                idleTimeout: TimeAmount, clock: any MediaClockReading,
+                idleTimeout: TimeAmount, clock: any MediaClockReading, connectionLimits: ConnectionLimits = ConnectionLimits(),
                 group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger) {
+        limiter = ConnectionLimiter(limits: connectionLimits)
         self.listeners = listeners
         self.admission = admission
         self.policy = policy
@@ -103,6 +107,7 @@ public final class RTMPIngestServer: Service, Sendable {
         let clock = self.clock
         let registry = self.registry
         let idleTimeout = self.idleTimeout
+        let limiter = self.limiter
         var logger = self.logger
         logger[metadataKey: "ingest.port"] = "\(listener.port)"
         let transport = listener.transport
@@ -115,7 +120,16 @@ public final class RTMPIngestServer: Service, Sendable {
             // what it holds.
             .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16_384, maximum: 65_536))
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // The cap first, before any handler or buffer exists for the connection.
+                let address = channel.remoteAddress?.ipAddress ?? "?"
+                guard limiter.acquire(address) else {
+                    connectionLogger.notice("ingest connection refused: too many connections",
+                                            metadata: ["ingest.remote": "\(address)", "limit.total": "\(limiter.limits.total)",
+                                                       "limit.per_address": "\(limiter.limits.perAddress)"])
+                    return channel.close()
+                }
+                channel.closeFuture.whenComplete { _ in limiter.release(address) }
+                return channel.eventLoop.makeCompletedFuture {
                     if let tlsContext {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tlsContext))
                     }
