@@ -175,6 +175,8 @@ let package = Package(
                            .product(name: "Prometheus", package: "swift-prometheus"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "HummingbirdCore", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),

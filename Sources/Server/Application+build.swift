@@ -20,6 +20,7 @@ import WebRTCPublisher
 import WebRTCSecurity
 import WebRTCSignal
 import NIOSSL
+import NIOCore
 import Persistence
 import ServiceLifecycle
 
@@ -144,8 +145,11 @@ func makeApplication<Store: CompositionStore>(
         metricsBearerToken: configuration.metrics.bearerToken)
     let logger = dependencies.logger
     let listen = configuration.listen
+    let limiter = ConnectionLimiter(limits: ConnectionLimits(total: listen.maxConnections ?? 1_000,
+                                                             perAddress: listen.maxConnectionsPerAddress ?? 100))
     return Application(
         responder: responder,
+        server: HTTPLimits.server(limiter: limiter, idleTimeout: TimeAmount.milliseconds(Int64((listen.idleTimeoutSeconds ?? 30) * 1000))),
         configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: "stage-compositor"),
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
         // (their last stage updates), the compositions, and the event services last, so
@@ -272,10 +276,11 @@ public struct ServerResponder: HTTPResponder {
             return await whip(request)
         }
         metrics.requests.increment()
-        var request = request
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: maxBodyBytes)
+            buffer = try await HTTPLimits.collect(request, upTo: maxBodyBytes)
+        } catch .tooSlow {
+            return Self.errorResponse(.validation("the request body did not arrive within \(HTTPLimits.bodyDeadline)"), status: 408)
         } catch {
             return Self.errorResponse(.validation("request body exceeds the limit of \(maxBodyBytes) bytes"), status: 413)
         }

@@ -15,6 +15,11 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// Serve the API on a non-loopback address without authentication anyway (on a
         /// network you trust completely). Without it, `serve` refuses to start that way.
         public var allowUnauthenticated: Bool?
+        /// Open API connections at once, in all (default 1,000) and from one address (100).
+        public var maxConnections: Int?
+        public var maxConnectionsPerAddress: Int?
+        /// An API connection idle this long is closed (default 30 s).
+        public var idleTimeoutSeconds: Double?
         public init(host: String = "127.0.0.1", port: Int = 8086, allowedHosts: [String]? = nil, allowUnauthenticated: Bool? = nil) {
             self.host = host
             self.port = port
@@ -551,6 +556,11 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if !auth.enabled, !listen.isLoopback, listen.allowUnauthenticated != true {
             problems.append("listen.host: \(listen.host) is reachable from other machines and auth.enabled is false: "
                             + "enable auth, listen on 127.0.0.1, or set listen.allowUnauthenticated: true")
+        }
+        if let value = listen.maxConnections, value < 1 { problems.append("listen.maxConnections: must be at least 1") }
+        if let value = listen.maxConnectionsPerAddress, value < 1 { problems.append("listen.maxConnectionsPerAddress: must be at least 1") }
+        if let value = listen.idleTimeoutSeconds, !(value >= 1 && value <= 3_600) {
+            problems.append("listen.idleTimeoutSeconds: must be within 1...3600")
         }
         if let token = metrics.bearerToken, token.count < 16 {
             problems.append("metrics.bearerToken: at least 16 characters")

@@ -105,7 +105,9 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         }
         let body: ByteBuffer
         do {
-            body = try await request.collectBody(upTo: Self.maxOfferBytes)
+            body = try await HTTPLimits.collect(request, upTo: Self.maxOfferBytes)
+        } catch .tooSlow {
+            return WHIPResponses.plain(.requestTimeout, "the offer did not arrive within \(HTTPLimits.bodyDeadline)")
         } catch {
             return WHIPResponses.plain(.contentTooLarge, "an SDP offer is at most \(Self.maxOfferBytes) bytes")
         }
