@@ -669,6 +669,31 @@ def test_aiortc_flash_and_beep_stay_in_sync(d):
     check(all(abs(o) <= 0.040 for o in offsets), f"|A/V offset| > 40 ms: {offsets}")
 
 
+def test_whip_bitrate_over_the_maximum_is_disconnected(d):
+    """ingest.maxBitrate holds for WHIP too: REMB asks for it, and a sender above it by a quarter
+    over 5 s (aiortc's encoders do not go below 500 kbit/s) is disconnected with BITRATE_EXCEEDED."""
+    extra = json.loads(json.dumps(d.config_extra))
+    extra["ingest"]["maxBitrate"] = 100_000
+    d.reconfigure(extra=extra)
+    d.start()
+    stage = create_stage(d)
+    granted = token(d, stage["arn"], "loud")
+    client = AiortcPublisher(stage["endpoints"]["whip"], granted["token"], "red", 440, d.workdir, "loud", duration=60)
+    try:
+        wait_published(d, stage["arn"], granted["participantId"])
+        deadline = time.time() + 30
+        errors = []
+        while time.time() < deadline and not errors:
+            errors = [e["detail"] for e in stage_updates(d, stage["arn"])
+                      if e["detail"]["event_name"] == "Participant Publish Error" and e["detail"]["participant_id"] == granted["participantId"]]
+            time.sleep(0.2)
+        check(errors and errors[0].get("error_code") == "BITRATE_EXCEEDED", f"publish error: {errors}\n{d.log()}")
+        check("exceeds the maximum 100000" in d.log(), "the reason is logged")
+        check(d.stop() == 0, "exit status")
+    finally:
+        client.kill()
+
+
 class NetworkNamespace:
     """A namespace joined to the host by a veth pair (scripts/whip-clients/netns_veth.sh)."""
 

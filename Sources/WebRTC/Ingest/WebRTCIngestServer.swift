@@ -245,6 +245,8 @@ final class SessionTable: @unchecked Sendable {
         var address: TransportAddress?
         var nextDeadline: Int64?
         var lastReport: (time: Int64, bytes: Int64)
+        /// Bytes received per second over 5 s, held to the advertised maximum bitrate.
+        var bitrate = BitrateWindow()
 
         init(id: String, participantId: String, session: WebRTCPublisherSession, publication: any IngestPublication, now: Int64) {
             self.id = id
@@ -339,12 +341,20 @@ final class SessionTable: @unchecked Sendable {
                 carryOut(entry.session.poll(now: now), for: entry)
                 entry.nextDeadline = entry.session.nextDeadline
             }
-            if byID[entry.id] != nil, now - entry.lastReport.time >= 1_000_000, let observer {
+            if byID[entry.id] != nil, now - entry.lastReport.time >= 1_000_000 {
                 let statistics = entry.session.statistics
                 let bytes = statistics.receiver.bytesReceived
-                let bitrate = (bytes - entry.lastReport.bytes) * 8 * 1_000_000 / max(1, now - entry.lastReport.time)
+                let received = max(0, bytes &- entry.lastReport.bytes)
+                let bitrate = received.multipliedReportingOverflow(by: 8_000_000).partialValue / max(1, now - entry.lastReport.time)
                 entry.lastReport = (now, bytes)
-                observer.update(participantId: entry.participantId, statistics: statistics, bitsPerSecond: bitrate)
+                observer?.update(participantId: entry.participantId, statistics: statistics, bitsPerSecond: bitrate)
+                // REMB asks for at most the maximum; a sender that ignores it by a quarter, over
+                // 5 s (a keyframe burst is not enough), is disconnected as RTMP's would be.
+                let limit = Int64(clamping: configuration.receiver.maxBitrate)
+                if let average = entry.bitrate.add(Int(clamping: received), now: now), average > limit + limit / 4 {
+                    entry.publication.failed(.bitrateExceeded, reason: "\(average) bit/s averaged over 5 s exceeds \(limit)")
+                    remove(entry, reason: "bitrate \(average) bit/s exceeds the maximum \(limit)")
+                }
             }
         }
     }
