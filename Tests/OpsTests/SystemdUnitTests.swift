@@ -86,13 +86,18 @@ struct SystemdUnitTests {
             "NoNewPrivileges": "yes", "ProtectSystem": "strict", "PrivateTmp": "yes", "ProtectHome": "yes",
             "PrivateDevices": "yes", "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes",
             "ProtectControlGroups": "yes", "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
-            "LockPersonality": "yes", "MemoryDenyWriteExecute": "yes", "SystemCallFilter": "@system-service",
+            "LockPersonality": "yes", "MemoryDenyWriteExecute": "yes",
             "CapabilityBoundingSet": "",
         ]
         for (key, value) in required.sorted(by: { $0.key < $1.key }) {
             let values = directives.filter { $0.key == key }.map(\.value)
             #expect(values == [value], "\(key)")
         }
+        // Memory and tasks bounded (a runaway daemon must not take the host with it).
+        for key in ["MemoryHigh", "MemoryMax", "TasksMax"] {
+            #expect(directives.contains { $0.key == key && !$0.value.isEmpty && $0.value != "infinity" }, "\(key)")
+        }
+        #expect(directives.filter { $0.key == "SystemCallFilter" }.map(\.value) == ["@system-service", "~@privileged"])
         let writable = directives.filter { $0.key == "ReadWritePaths" }.flatMap { $0.value.split(separator: " ") }
         #expect(writable.contains("/var/lib/stage-compositor"))
         #expect(writable.contains("-/srv/stage-compositor"))
