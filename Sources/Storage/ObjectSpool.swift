@@ -207,11 +207,14 @@ public final class ObjectSpool: Sendable {
         let name = String(format: "%016lld", sequence) + Self.entrySuffix
         let temporary = directory.appendingPathComponent(".\(name).tmp")
         do {
-            try file.write(to: temporary)
+            // Stored only once it is on disk: the data fsynced, then the rename and the folder,
+            // so a power loss never leaves a spool entry that names missing or partial bytes.
+            try LocalDirectoryStorage.writeSynced(file, to: temporary.path)
             try FileManager.default.moveItem(at: temporary, to: directory.appendingPathComponent(name))
+            LocalDirectoryStorage.syncDirectory(directory.path)
         } catch {
             try? FileManager.default.removeItem(at: temporary)
-            let message = "cannot write to the spool: \(error.localizedDescription)"
+            let message = "cannot write to the spool: \((error as? LocalDirectoryStorage.POSIXFailure)?.message ?? error.localizedDescription)"
             state.withLock {
                 $0.bytes -= size
                 $0.permanentFailure = $0.permanentFailure ?? message
