@@ -180,6 +180,16 @@ public final class HLSRecordingSink: PacketSink {
                 problem = problem ?? "\(error)"
             }
         }
+        // The final playlist names only segments that were stored: a write that failed (a
+        // full disk) ends it before that segment, so what is left plays to its end.
+        let failed = uploads.failedKeysWhenSettled()
+        if !failed.isEmpty {
+            let keys = playlist.segments.indices.map { configuration.layout.segmentKey(rendition: configuration.renditionName, sequence: $0) }
+            if let first = keys.firstIndex(where: failed.contains) {
+                playlist.segments.removeSubrange(first...)
+            }
+            problem = problem ?? uploads.firstFailure
+        }
         playlist = playlist.finished()
         upload(Data(playlist.render().utf8), key: mediaPlaylistKey)
         let final = metadata.ended(at: now(), durationMs: playlist.durationMs, failure: problem)

@@ -19,6 +19,9 @@ public protocol RecordingUploads: Sendable {
     func finish() -> String?
     /// A failure that ends the recording (the destination fails).
     var firstFailure: String? { get }
+    /// Waits for what is queued to be stored or to fail, and returns the keys that could not
+    /// be stored (a full disk, a refusing bucket): the final playlist must not name them.
+    func failedKeysWhenSettled() -> Set<String>
     /// Bytes stored so far.
     var bytesWritten: Int64 { get }
 }
@@ -35,6 +38,7 @@ public final class UploadQueue: RecordingUploads {
     private let continuation: AsyncStream<Job>.Continuation
     private final class Tally: Sendable {
         let failures = Mutex<[String]>([])
+        let failedKeys = Mutex<Set<String>>([])
         let written = Mutex<Int64>(0)
     }
     private let tally = Tally()
@@ -55,6 +59,7 @@ public final class UploadQueue: RecordingUploads {
                 } catch {
                     logger.error("upload failed", metadata: ["key": "\(job.key)", "error": "\(error)"])
                     tally.failures.withLock { $0.append("\(error)") }
+                    tally.failedKeys.withLock { _ = $0.insert(job.key) }
                 }
                 slots.signal()
                 pending.leave()
@@ -81,6 +86,11 @@ public final class UploadQueue: RecordingUploads {
 
     public func finish() -> String? { waitUntilIdle().first }
 
+    public func failedKeysWhenSettled() -> Set<String> {
+        pending.wait()
+        return tally.failedKeys.withLock { $0 }
+    }
+
     /// The first upload failure, if any (the destination has failed).
     public var firstFailure: String? { tally.failures.withLock { $0.first } }
 
@@ -95,6 +105,7 @@ public final class SpooledUploads: RecordingUploads {
     private let spool: ObjectSpool
     private let drainTimeout: Duration
     private let failure = Mutex<String?>(nil)
+    private let failedKeys = Mutex<Set<String>>([])
 
     public init(spool: ObjectSpool, drainTimeout: Duration) {
         self.spool = spool
@@ -106,8 +117,13 @@ public final class SpooledUploads: RecordingUploads {
             try spool.enqueue(data, key: key)
         } catch {
             failure.withLock { $0 = $0 ?? "\(error)" }
+            failedKeys.withLock { _ = $0.insert(key) }
         }
     }
+
+    /// Spooled objects are stored (on disk, uploaded in order later); only those the spool
+    /// refused are not.
+    public func failedKeysWhenSettled() -> Set<String> { failedKeys.withLock { $0 } }
 
     public func finish() -> String? {
         spool.close()

@@ -144,9 +144,12 @@ public final class BucketService: Service, Sendable {
 }
 
 /// A recording whose storage could not even be set up: it fails at its first object.
-struct FailedUploads: RecordingUploads {
-    var reason: String
-    func enqueue(_ data: Data, key: String) {}
+final class FailedUploads: RecordingUploads {
+    let reason: String
+    private let refused = Mutex<Set<String>>([])
+    init(reason: String) { self.reason = reason }
+    func enqueue(_ data: Data, key: String) { refused.withLock { _ = $0.insert(key) } }
+    func failedKeysWhenSettled() -> Set<String> { refused.withLock { $0 } }
     func finish() -> String? { reason }
     var firstFailure: String? { reason }
     var bytesWritten: Int64 { 0 }
