@@ -366,6 +366,14 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         var entry = Entry(stored: StoredComposition(composition: composition, idempotencyToken: request.idempotencyToken,
                                                     recording: recording),
                           machine: machine, sinkDestinations: sinkDestinations, publishers: publishersAtStart, logger: entryLogger)
+        // Persisted before anything runs: a composition the store cannot keep would be lost
+        // (and its recording never finalized) after a restart, so the call fails instead.
+        do {
+            try await store.putComposition(entry.stored)
+        } catch {
+            entry.logger.error("composition could not be persisted; not started", metadata: ["error": "\(error)"])
+            throw .internalServer("the composition could not be stored: \(error.message)")
+        }
         entry.logger.info("composition starting", metadata: ["stage.arn": "\(request.stageArn)",
                                                               "destinations": "\(destinations.count)"])
 
