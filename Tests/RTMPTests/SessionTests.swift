@@ -391,6 +391,23 @@ struct SessionErrorTests {
         #expect(talk.session.messagesReceived == 4)  // connect, createStream, publish, the keyframe
     }
 
+    @Test("a flood of empty media while the publish is being decided is bounded in count and costs linear time")
+    func emptyMediaFloodWhilePending() throws {
+        var talk = try Conversation()
+        try talk.connectAndPublish()
+        // 65,536 empty audio messages in one read: one full header, then one-byte type-3 headers.
+        let first = talk.publisher.audio([], timestamp: 0)
+        let flood = first + [UInt8](repeating: 0xC4, count: 65_535)
+        let started = ContinuousClock.now
+        _ = talk.session.receive(flood)
+        let took = ContinuousClock.now - started
+        #expect(talk.session.droppedMediaMessages >= 65_536 - 1_000)
+        #expect(talk.session.bufferedByteCount < 64 << 10)
+        #expect(talk.session.acceptPublish().filter { if case .media = $0 { return true } else { return false } }.count == 1_000)
+        // Quadratic holding took seconds here; linear takes milliseconds (a generous bound).
+        #expect(took < .seconds(2), "\(took)")
+    }
+
     @Test("unknown commands and message types are reported as ignored")
     func ignoredThings() throws {
         var talk = try Conversation()

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Black-box tests of live stages: real publishers (Debian's ffmpeg CLI, GStreamer's
-rtmp2sink, hand-made hostile clients) push RTMP/RTMPS to `stage-compositor serve`, which is
-driven with the AWS CLI and boto3; what it composes is read back from nginx-rtmp and from
-the HLS recording and measured with ffmpeg (colours, tones, flash/beep onsets).
+rtmp2sink, hand-made hostile clients; aiortc over WHIP in the generated sequences) push to
+`stage-compositor serve`, which is driven with the AWS CLI and boto3; what it composes is read
+back from nginx-rtmp and from the HLS recording and measured with ffmpeg (colours, tones,
+flash/beep onsets).
+
+generated_join_leave_sequences runs the seeds in SEQUENCE_SEEDS, or STAGE_SEQUENCE_SEED=N alone.
 
 Run one test: `live_tests.py BINARY TEST_NAME` (`--list` lists them). Exit status 0 means the
 test passed. Invoked from Tests/ServerTests/LiveDaemonTests.swift under `swift test`.
@@ -10,12 +13,14 @@ test passed. Invoked from Tests/ServerTests/LiveDaemonTests.swift under `swift t
 import http.server
 import json
 import os
+import random
 import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -726,14 +731,16 @@ def test_bitrate_over_the_maximum_is_disconnected(d):
 
 
 def test_disconnect_participant_and_reconnect_with_the_same_key(d):
-    """DisconnectParticipant closes the publisher's connection; the same key publishes again and
-    is the same participant in the same stage session."""
+    """DisconnectParticipant closes the publisher's connection and revokes it, as the model says:
+    the ingest configuration's stageArn becomes empty, so the same key is refused until
+    UpdateIngestConfiguration gives it a stage again; then it publishes again and is the same
+    participant in the same stage session."""
     d.reconfigure(idle=30.0, extra=d.config_extra)
     d.start()
     stage = create_stage(d)
     ingest = create_ingest(d, stage["arn"], "again", secure=False)
     first = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "first")
-    second = None
+    second = third = None
     try:
         wait_published(d, stage["arn"], ingest["participantId"])
         session = session_id(d, stage["arn"])
@@ -744,7 +751,17 @@ def test_disconnect_participant_and_reconnect_with_the_same_key(d):
         d.cli("disconnect-participant", "--stage-arn", stage["arn"], "--participant-id", ingest["participantId"],
               "--reason", "test")
         wait_participant(d, stage["arn"], session, ingest["participantId"], "DISCONNECTED", timeout=5)
+        revoked = d.cli("get-ingest-configuration", "--arn", ingest["arn"])["ingestConfiguration"]
+        check(revoked["stageArn"] == "", f"the disconnected key's configuration keeps no stage: {revoked}")
+        # The key is refused now: ffmpeg gives up, and nobody joins.
         second = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "second")
+        try:
+            second.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"a revoked key kept publishing\n{d.log()}")
+        check("no stage" in d.log(), "the refusal is logged with its reason")
+        d.cli("update-ingest-configuration", "--arn", ingest["arn"], "--stage-arn", stage["arn"])
+        third = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "third")
         deadline = time.time() + 15
         while time.time() < deadline:
             published = [e for e in stage_updates(d, stage["arn"]) if e["detail"]["event_name"] == "Participant Published"
@@ -758,9 +775,9 @@ def test_disconnect_participant_and_reconnect_with_the_same_key(d):
         keeper.stop()
         check(d.stop() == 0, "exit status")
     finally:
-        first.kill()
-        if second:
-            second.kill()
+        for p in (first, second, third):
+            if p:
+                p.kill()
 
 
 def test_empty_stage_waits_for_a_publisher(d):
@@ -794,6 +811,510 @@ def test_empty_stage_waits_for_a_publisher(d):
         check(d.stop() == 0, "exit status")
     finally:
         publisher.kill()
+
+
+def middle_joiner_leaves(d, how):
+    """The issue's three-publisher stage: A (red, 660 Hz) from the start, B (blue, 550 Hz) 3 s later,
+    C (yellow, 1100 Hz) 4 s after B, recorded with the default grid. B leaves (unpublishes, or is
+    SIGKILLed); C's colour and tone must stay in the recording, next to A's, until C stops."""
+    d.reconfigure(idle=3.0, extra=d.config_extra)
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    stage = create_stage(d)
+    arn_stage = stage["arn"]
+    configs = {name: create_ingest(d, arn_stage, name, secure=False) for name in ("a", "b", "c")}
+    publishers = {}
+    try:
+        publishers["a"] = Publisher(publish_url(stage, configs["a"], False), "red", 660, d.workdir, "a")
+        wait_published(d, arn_stage, configs["a"]["participantId"])
+        destinations = [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]
+        arn = d.cli("start-composition", "--stage-arn", arn_stage, "--destinations", json.dumps(destinations))["composition"]["arn"]
+        t0 = time.time()
+        check(wait_state(d, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        session = session_id(d, arn_stage)
+        changes = []
+
+        def at(seconds):
+            not_before = max(t0 + seconds, t0 + changes[-1][1] + 2.5 if changes else 0)
+            if not_before > time.time():
+                time.sleep(not_before - time.time())
+
+        at(3)
+        made = time.time() - t0
+        publishers["b"] = Publisher(publish_url(stage, configs["b"], False), "blue", 550, d.workdir, "b")
+        wait_participant(d, arn_stage, session, configs["b"]["participantId"], "CONNECTED")
+        changes.append((made, time.time() - t0, "b joined"))
+        at(7)
+        made = time.time() - t0
+        publishers["c"] = Publisher(publish_url(stage, configs["c"], False), "yellow", 1100, d.workdir, "c")
+        wait_participant(d, arn_stage, session, configs["c"]["participantId"], "CONNECTED")
+        changes.append((made, time.time() - t0, "c joined"))
+        at(11)
+        made = time.time() - t0
+        if how == "kill":
+            publishers["b"].kill()
+        else:
+            publishers["b"].stop()
+        wait_participant(d, arn_stage, session, configs["b"]["participantId"], "DISCONNECTED")
+        changes.append((made, time.time() - t0, "b left"))
+        at(20)
+        made = time.time() - t0
+        publishers["c"].stop()
+        wait_participant(d, arn_stage, session, configs["c"]["participantId"], "DISCONNECTED")
+        changes.append((made, time.time() - t0, "c left"))
+        at(24)
+        changes.append((time.time() - t0, time.time() - t0, "end"))
+        d.cli("stop-composition", "--arn", arn)
+        check(wait_state(d, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition STOPPED")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
+        check(d.stop() == 0, "exit status")
+    finally:
+        for p in publishers.values():
+            p.kill()
+    print("changes (composition time, made-shown):",
+          ", ".join(f"{label} {made:.2f}-{shown:.2f}s" for made, shown, label in changes))
+    membership = {"b joined": ("add", ("blue", 550)), "c joined": ("add", ("yellow", 1100)),
+                  "b left": ("remove", ("blue", 550)), "c left": ("remove", ("yellow", 1100)), "end": ("remove", None)}
+    present, phases, previous = [("red", 660)], [], 0.0
+    for made, shown, label in changes:
+        if made - previous >= 2.4:
+            phases.append((previous + 0.8, made - 0.3, list(present)))
+        kind, who = membership[label]
+        present = present + [who] if kind == "add" else [p for p in present if p != who]
+        previous = shown
+    check(len(phases) == 5, f"phases: {phases}")
+    playlist = recording_playlist(d, final)
+    check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
+
+
+def test_middle_joiner_unpublishes(d):
+    middle_joiner_leaves(d, "stop")
+
+
+def test_middle_joiner_is_killed(d):
+    middle_joiner_leaves(d, "kill")
+
+
+# --------------------------------------------------------------------------------------------
+# Generated join/leave sequences, checked against a model of the stage.
+
+# Who may take part in a generated sequence: colour, tone and transport. The tones are
+# multiples of 10 Hz (a 100 ms Goertzel slice holds whole periods), at least 150 Hz apart, with
+# no harmonic (x2..x4) of one within 40 Hz of another and no sum or difference of two within
+# 30 Hz of a third, so that an absent tone cannot be read off the others. Magenta publishes
+# over WHIP (aiortc), the others push RTMP (ffmpeg).
+SEQUENCE_CAST = {"red": (450, "RTMP"), "green": (640, "RTMP"), "blue": (790, "RTMP"), "yellow": (970, "RTMP"),
+                 "magenta": (1120, "WHIP")}
+# Two seeds whose sequences have, between them, a middle joiner killed, rejoining into its place
+# and then unpublishing, over RTMP (80: green, red, yellow; red) and over WHIP (20: red, yellow,
+# magenta, blue; magenta), with four publishing at once.
+SEQUENCE_SEEDS = (20, 80)
+SEQUENCE_CHANGES = 7
+SEQUENCE_MOST_PRESENT = 4
+
+
+def generate_sequence(seed, changes=SEQUENCE_CHANGES):
+    """A timed sequence of stage changes from `seed`: [(nominal time s, kind, who)], the first a
+    join at 0. Kinds: join (first arrival), unpublish (SIGINT; WHIP: DELETE), kill (SIGKILL; the
+    connection drops), rejoin (the same stream key or token after leaving). Someone is always
+    publishing, at most SEQUENCE_MOST_PRESENT at once; every kind occurs and the WHIP
+    publisher takes part (drawn again from the same generator until they do)."""
+    rng = random.Random(seed)
+    names = sorted(SEQUENCE_CAST)
+    whip = [n for n in names if SEQUENCE_CAST[n][1] == "WHIP"]
+    while True:
+        first = rng.choice(names)
+        sequence = [(0.0, "join", first)]
+        arrived, present = [first], [first]
+        t = 0.0
+        for _ in range(changes):
+            t += rng.choice((2.5, 3.0, 3.5))
+            options = []
+            if len(present) < SEQUENCE_MOST_PRESENT:
+                options += [("join", n) for n in names if n not in arrived]
+                options += [("rejoin", n) for n in arrived if n not in present]
+            if len(present) >= 2:
+                options += [(kind, n) for kind in ("unpublish", "kill") for n in present]
+            kind = rng.choice(sorted({k for k, _ in options}))
+            who = rng.choice(sorted(n for k, n in options if k == kind))
+            if kind in ("join", "rejoin"):
+                if who not in arrived:
+                    arrived.append(who)
+                present.append(who)
+            else:
+                present.remove(who)
+            sequence.append((t, kind, who))
+        if {k for _, k, _ in sequence} >= {"join", "rejoin", "unpublish", "kill"} and all(w in arrived for w in whip):
+            return sequence
+
+
+def sequence_model(sequence):
+    """The oracle: after each change, who is publishing, in tile order. The order is by first
+    arrival ever: a rejoin keeps its place (IVS's grid orders by arrival; our reconnect keeps
+    the first join time)."""
+    arrival, present, states = [], set(), []
+    for _, kind, who in sequence:
+        if kind in ("join", "rejoin"):
+            if who not in arrival:
+                arrival.append(who)
+            present.add(who)
+        else:
+            present.discard(who)
+        states.append([n for n in arrival if n in present])
+    return states
+
+
+def describe_sequence(sequence):
+    return ", ".join(f"{t:g}s {kind} {who}" for t, kind, who in sequence)
+
+
+def wait_stage_update(d, stage_arn, participant_id, event_name, count, timeout=15):
+    """Waits until the stage has had `count` `event_name` updates for the participant (read
+    from the daemon's event log, not the AWS CLI: no process start-up per poll)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        seen = sum(1 for e in stage_updates(d, stage_arn)
+                   if e["detail"]["event_name"] == event_name and e["detail"]["participant_id"] == participant_id)
+        if seen >= count:
+            return
+        time.sleep(0.05)
+    raise Failure(f"no {event_name} #{count} for {participant_id} within {timeout}s")
+
+
+def metrics_text(d):
+    return urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+
+
+def wait_whip_media(d, participant_id, packets=60, timeout=15):
+    """Waits until a WHIP participant's media flows (its gauges start afresh at each join)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for line in metrics_text(d).splitlines():
+            if line.startswith("stage_compositor_whip_packets_received{") and participant_id in line:
+                if float(line.rsplit(" ", 1)[1]) >= packets:
+                    return
+        time.sleep(0.05)
+    raise Failure(f"no WHIP media from {participant_id} within {timeout}s")
+
+
+def composition_state(client, arn, states, timeout=30):
+    """wait_state through boto3: no AWS CLI start-up (a second or two on a loaded machine)."""
+    deadline = time.time() + timeout
+    state = None
+    while time.time() < deadline:
+        state = client.get_composition(arn=arn)["composition"]["state"]
+        if state in states:
+            return state
+        time.sleep(0.1)
+    raise Failure(f"{arn} did not reach {states} within {timeout}s (last {state})")
+
+
+def run_sequence(d, client, enc, sto, seed, sequence):
+    """One stage, one recorded composition, the sequence's publishers; then the recording's
+    phases against the model. The API is called through boto3, whose calls take milliseconds
+    where the AWS CLI's take half a second (the sequences' time goes to composing)."""
+    from whip_tests import AiortcPublisher  # here: whip_tests imports this module
+    stage = client.create_stage(name=f"sequence-{seed}")["stage"]
+    arn_stage = stage["arn"]
+    keys = {}
+    for who in dict.fromkeys(w for _, _, w in sequence):
+        if SEQUENCE_CAST[who][1] == "WHIP":
+            keys[who] = client.create_participant_token(stageArn=arn_stage, userId=who, capabilities=["PUBLISH"])["participantToken"]
+        else:
+            keys[who] = client.create_ingest_configuration(stageArn=arn_stage, userId=who, ingestProtocol="RTMP",
+                                                           insecureIngest=True)["ingestConfiguration"]
+    publishers, joins, leaves = {}, {}, {}
+    timeline = []  # (made, shown, kind, who), composition time
+    t0 = None
+    try:
+        def change(kind, who):
+            made = time.time() - (t0 or time.time())
+            participant = keys[who]["participantId"]
+            tone, transport = SEQUENCE_CAST[who]
+            if kind in ("join", "rejoin"):
+                joins[who] = joins.get(who, 0) + 1
+                name = f"{seed}-{who}-{joins[who]}"
+                if transport == "WHIP":
+                    publishers[who] = AiortcPublisher(stage["endpoints"]["whip"], keys[who]["token"], who, tone, d.workdir, name,
+                                                      duration=300)
+                else:
+                    publishers[who] = Publisher(publish_url(stage, keys[who], False), who, tone, d.workdir, name)
+                wait_stage_update(d, arn_stage, participant, "Participant Published", joins[who])
+                if transport == "WHIP":
+                    wait_whip_media(d, participant)
+            else:
+                leaves[who] = leaves.get(who, 0) + 1
+                if kind == "kill":
+                    publishers[who].kill()
+                else:
+                    publishers[who].stop()
+                # A killed WHIP publisher leaves at the consent timeout (5 s here).
+                wait_stage_update(d, arn_stage, participant, "Participant Unpublished", leaves[who], timeout=20)
+            timeline.append((made, time.time() - (t0 or time.time()), kind, who))
+
+        change(*sequence[0][1:])
+        destinations = [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]
+        arn = client.start_composition(stageArn=arn_stage, destinations=destinations)["composition"]["arn"]
+        t0 = time.time()
+        check(composition_state(client, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        for nominal, kind, who in sequence[1:]:
+            # Not before the previous change has been shown for 2.5 s (see `at` in
+            # test_three_publishers_compose_and_stop): every phase keeps 1.4 s to check.
+            not_before = max(t0 + nominal, t0 + timeline[-1][1] + 2.5)
+            if not_before > time.time():
+                time.sleep(not_before - time.time())
+            for other in sequence_model(sequence[:len(timeline)])[-1]:
+                check(publishers[other].process.poll() is None,
+                      f"publisher {other} exited by itself:\n{publishers[other].output()}")
+            change(kind, who)
+        end_at = max(t0 + sequence[-1][0] + 3.0, t0 + timeline[-1][1] + 2.5)
+        if end_at > time.time():
+            time.sleep(end_at - time.time())
+        end = time.time() - t0
+        client.stop_composition(arn=arn)
+        check(composition_state(client, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition STOPPED")
+        final = client.get_composition(arn=arn)["composition"]
+    finally:
+        for p in publishers.values():
+            p.kill()
+    print(f"seed {seed} changes (composition time, made-shown): " + ", ".join(
+        f"{kind} {who} {made:.2f}-{shown:.2f}s" for made, shown, kind, who in timeline[1:]) + f", end {end:.2f}s")
+    # Each phase: from 0.8 s after a change was shown (ffmpeg's first frames, the 200 ms
+    # latency) to 0.3 s before the next was made.
+    states = sequence_model(sequence)
+    phases = []
+    for i, state in enumerate(states):
+        start = timeline[i][1] + 0.8 if i else 0.8
+        stop = timeline[i + 1][0] - 0.3 if i + 1 < len(timeline) else end - 0.3
+        check(stop - start >= 1.4, f"phase {i} after {sequence[i][1]} {sequence[i][2]} is only {stop - start:.2f}s")
+        phases.append((start, stop, [(who, SEQUENCE_CAST[who][0]) for who in state]))
+        print(f"seed {seed} phase {i}: {start:.1f}-{stop:.1f}s {', '.join(state)}")
+    playlist = recording_playlist(d, final)
+    check_phases(f"seed {seed} recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
+
+
+def test_generated_join_leave_sequences(d):
+    """Seeded random sequences of joins, unpublishes, kills and rejoins with the same key (four
+    ffmpeg RTMP publishers and one aiortc WHIP publisher, at least 2.5 s apart), one stage and
+    one recorded composition per seed: every phase of the recording shows exactly the tiles
+    the model gives (who is publishing, ordered by first arrival) and sounds exactly their
+    tones. STAGE_SEQUENCE_SEED=N runs seed N alone."""
+    from whip_tests import free_udp_port
+    seeds = [int(os.environ["STAGE_SEQUENCE_SEED"])] if os.environ.get("STAGE_SEQUENCE_SEED") else list(SEQUENCE_SEEDS)
+    d.reconfigure(idle=5.0, extra=dict(d.config_extra, ingest=dict(
+        d.config_extra["ingest"], whip={"port": free_udp_port(), "consentTimeoutSeconds": 5})))
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    client = d.client()
+    for seed in seeds:
+        sequence = generate_sequence(seed)
+        print(f"seed {seed} sequence: {describe_sequence(sequence)}")
+        try:
+            run_sequence(d, client, enc, sto, seed, sequence)
+        except Exception as failure:
+            reason = str(failure) if isinstance(failure, Failure) else traceback.format_exc()
+            raise Failure(f"{reason}\nseed {seed}, sequence: {describe_sequence(sequence)}\n"
+                          f"rerun it alone: STAGE_SEQUENCE_SEED={seed} python3 {os.path.abspath(__file__)} "
+                          f"{d.binary} generated_join_leave_sequences") from failure
+    check(d.stop() == 0, "exit status")
+
+
+# --------------------------------------------------------------------------------------------
+# Seven publishers on a 2-core machine.
+
+# name/colour, tone (chosen as SEQUENCE_CAST's: multiples of 10 Hz, at least 150 Hz apart, no
+# harmonic, sum or difference of others near one) and how it publishes. In arrival order. White sends 2560x1440, above what IVS composes
+# (1080p): its tile is the camera-off tile, a flat dark grey (luma 48 → RGB 37, "grey"),
+# never its colour. Blue keeps x264's default keyframe interval (250 frames, 8.3 s).
+OVERLOAD_CAST = [("red", 300, {}), ("blue", 450, {"gop": 250}), ("green", 640, {}), ("yellow", 790, {}),
+                 ("white", 970, {"size": "2560x1440"}), ("magenta", 1120, {}), ("cyan", 1390, {})]
+
+
+def overload_publisher(url, colour, tone, workdir, options):
+    progress = ["-progress", os.path.join(workdir, f"progress-{colour}.txt"), "-stats_period", "0.1"]
+    if options.get("size") == "2560x1440":
+        # ultrafast: a 1440p encode at veryfast next to six others and the daemon would starve
+        # the machine (it fell to 0.7x real time under load); it still sends 2560x1440 at 30 fps
+        # (lavfi's colour source at that size, no scaling).
+        publisher = Publisher(url, colour, tone, workdir, colour, size="2560x1440", extra_output=["-preset", "ultrafast", *progress])
+    else:
+        publisher = Publisher(url, colour, tone, workdir, colour, gop=options.get("gop", 30), extra_output=progress)
+    publisher.started = time.time()
+    publisher.progress_path = progress[1]
+    return publisher
+
+
+class PublisherLag(threading.Thread):
+    """How far behind real time each publisher's own ffmpeg is, every 0.1 s: the wall time since
+    it started less the media time it has sent (its -progress out_time_us, written every 0.1 s),
+    less the least such lag seen (its start-up). On a starved machine a publisher's encoder
+    stalls and sends less than real time, then catches up in a burst (-re); the daemon, which
+    places media by arrival, loses about the stall's length of its audio (a 0.4 s SIGSTOP of a
+    publisher silenced 0.25 s of its tone, 1 s silenced 0.85 s). No compositor can mix audio
+    that was not sent in time: the checks say when that happened."""
+
+    def __init__(self, publishers, names, t0):
+        super().__init__(daemon=True)
+        self.publishers, self.names, self.t0 = publishers, names, t0
+        self.samples = {name: [] for name in names}  # name → [(composition time, lag)]
+        self.stopping = threading.Event()
+
+    def run(self):
+        files, pending = {}, {name: "" for name in self.names}
+        try:
+            while not self.stopping.wait(0.1):
+                for name, publisher in zip(self.names, self.publishers):
+                    if name not in files:
+                        try:
+                            files[name] = open(publisher.progress_path)
+                        except OSError:
+                            continue
+                    pending[name] += files[name].read()
+                    sent = re.findall(r"^out_time_us=(\d+)$", pending[name], re.M)
+                    pending[name] = pending[name][pending[name].rfind("\n") + 1:]
+                    if sent:
+                        now = time.time()
+                        self.samples[name].append((now - self.t0, now - publisher.started - int(sent[-1]) / 1e6))
+        finally:
+            for f in files.values():
+                f.close()
+
+    def behind(self, name, start, end):
+        """The most the publisher was behind real time between two composition times. A sample
+        `behind` s behind at t means its media stood still from t - behind to t (a stalled
+        ffmpeg reports nothing until it runs again), so a stall that began in the interval
+        counts even when it is seen after it."""
+        lags = [lag for _, lag in self.samples[name]]
+        if not lags:
+            return None
+        least = min(lags)
+        return max((lag - least for t, lag in self.samples[name] if t - (lag - least) <= end and t >= start), default=0.0)
+
+
+def overload_metrics(text, composition_id, names):
+    """"overload:" lines from /metrics: the composition's lagged frames and each participant's
+    dropped packets, or "not exported"."""
+    lines = []
+    lagged = re.findall(r'^stage_compositor_composition_lagged_frames\{([^}]*)\} (\S+)$', text, re.M)
+    lagged = [value for labels, value in lagged if f'composition_id="{composition_id}"' in labels]
+    lines.append(f"overload: lagged frames {float(lagged[0]):.0f}" if lagged else "overload: lagged frames not exported")
+    dropped = re.findall(r'^stage_compositor_composition_dropped_packets\{([^}]*)\} (\S+)$', text, re.M)
+    per_participant = {}
+    for labels, value in dropped:
+        if f'composition_id="{composition_id}"' in labels:
+            match = re.search(r'participant_id="([^"]*)"', labels)
+            per_participant[match.group(1) if match else labels] = float(value)
+    if per_participant:
+        lines.append("overload: dropped packets " + ", ".join(
+            f"{names.get(p, p)} {v:.0f}" for p, v in sorted(per_participant.items(), key=lambda item: names.get(item[0], item[0]))))
+    else:
+        lines.append("overload: dropped packets not exported")
+    frames_dropped = re.search(r"^stage_compositor_frames_dropped_total(?:\{[^}]*\})? (\S+)$", text, re.M)
+    if frames_dropped:
+        lines.append(f"overload: frames the daemon's compositions lagged (stage_compositor_frames_dropped_total) "
+                     f"{float(frames_dropped.group(1)):.0f}")
+    return lines
+
+
+def test_seven_publishers_under_load(d):
+    """Seven ffmpeg RTMP publishers on one stage on this 2-core machine, one at 2560x1440 and one
+    with a 250-frame keyframe interval, recorded with the default grid at 320x180: at every
+    second of the recording while all seven publish, each one's tile is there, in arrival
+    order, showing its colour (the 1440p one: the camera-off tile), and each tone sounds iff
+    its publisher has a tile. The composition's lagged frames and dropped packets (/metrics,
+    read before the composition ends) are printed as "overload:" lines."""
+    d.reconfigure(idle=5.0, extra=d.config_extra)
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    client = d.client()
+    stage = client.create_stage(name="seven")["stage"]
+    arn_stage = stage["arn"]
+    configs = [client.create_ingest_configuration(stageArn=arn_stage, userId=colour, ingestProtocol="RTMP",
+                                                  insecureIngest=True)["ingestConfiguration"] for colour, _, _ in OVERLOAD_CAST]
+    names = {c["participantId"]: c["userId"] for c in configs}
+    publishers = []
+    try:
+        def join(index):
+            colour, tone, options = OVERLOAD_CAST[index]
+            publishers.append(overload_publisher(publish_url(stage, configs[index], False), colour, tone, d.workdir, options))
+            # One at a time, so that the arrival order is the cast's.
+            wait_stage_update(d, arn_stage, configs[index]["participantId"], "Participant Published", 1, timeout=20)
+
+        join(0)
+        destinations = [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]
+        arn = client.start_composition(stageArn=arn_stage, destinations=destinations)["composition"]["arn"]
+        t0 = time.time()
+        check(composition_state(client, arn, {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        lag = PublisherLag(publishers, [colour for colour, _, _ in OVERLOAD_CAST], t0)
+        for index in range(1, len(OVERLOAD_CAST)):
+            join(index)
+        lag.start()
+        all_in = time.time() - t0
+        print(f"overload: all seven published {all_in:.1f}s into the composition")
+        # 20 s with all seven publishing, from 2 s after the last one joined.
+        sample_from, sample_to = all_in + 2.0, all_in + 22.0
+        time.sleep(max(0.0, t0 + sample_to + 0.5 - time.time()))
+        for (colour, _, _), p in zip(OVERLOAD_CAST, publishers):
+            check(p.process.poll() is None, f"publisher {colour} exited by itself:\n{p.output()}")
+        text = metrics_text(d)  # before the composition ends: its gauges go with it
+        lag.stopping.set()
+        composition_id = arn.rsplit("/", 1)[1]
+        for line in overload_metrics(text, composition_id, names):
+            print(line)
+        client.stop_composition(arn=arn)
+        check(composition_state(client, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition STOPPED")
+        final = client.get_composition(arn=arn)["composition"]
+        for p in publishers:
+            p.stop()
+        check(d.stop() == 0, "exit status")
+    finally:
+        for p in publishers:
+            p.kill()
+
+    playlist = recording_playlist(d, final)
+    video, audio = media_check.Video(playlist, *SIZE), media_check.Audio(playlist)
+    placed = media_check.tiles(d.binary, len(OVERLOAD_CAST), f"{SIZE[0]}x{SIZE[1]}")
+    problems, excused = [], []
+    samples = 0
+    t = sample_from
+    while t <= sample_to - 1.0:
+        samples += 1
+        for index, (colour, tone, options) in enumerate(OVERLOAD_CAST, start=1):
+            # A point inside the tile clear of the camera-off icon and label (both centred),
+            # so a camera-off tile reads as its flat grey.
+            x, y, w, h = placed[index]
+            px, py = x + w // 6, y + h // 6
+            seen = video.name(t + 0.5, px, py)
+            expected = "grey" if options.get("size") == "2560x1440" else colour
+            has_tile = seen in (colour, "grey")
+            level = audio.tone_level(tone, t, t + 1.0)
+            behind = lag.behind(colour, t, t + 1.0)
+            stalled = behind is not None and behind > 0.3
+            note = f" (its ffmpeg was {behind:.2f}s behind real time)" if stalled else ""
+            if seen != expected:
+                # Never excused: a publisher that stalls keeps its last picture.
+                problems.append(f"{t:.1f}-{t + 1:.1f}s: tile {index} ({colour}) shows {seen} {video.colour(t + 0.5, px, py)}, "
+                                f"expected {expected}{note}")
+            if has_tile and level <= 0.03:
+                if stalled:
+                    # Its own encoder stalled: what it did not send in time cannot be mixed.
+                    excused.append(f"{t:.1f}-{t + 1:.1f}s: {colour}'s {tone} Hz at {level:.4f}{note}")
+                else:
+                    problems.append(f"{t:.1f}-{t + 1:.1f}s: {colour} has a tile but its {tone} Hz is at {level:.4f}")
+            if not has_tile and level >= 0.01:
+                problems.append(f"{t:.1f}-{t + 1:.1f}s: {colour} has no tile but its {tone} Hz sounds ({level:.4f}){note}")
+        t += 1.0
+    print("overload: publishers' own lag behind real time, at most: " + ", ".join(
+        f"{colour} {lag.behind(colour, sample_from - 1.0, sample_to):.2f}s" if lag.samples[colour] else f"{colour} unknown"
+        for colour, _, _ in OVERLOAD_CAST))
+    for line in excused:
+        print(f"overload: excused, the publisher stalled: {line}")
+    print(f"overload: {samples} one-second samples from {sample_from:.1f}s to {sample_to:.1f}s, {len(problems)} problems, "
+          f"{len(excused)} tones excused")
+    check(samples >= 18, f"only {samples} samples")
+    check(not problems, "\n".join(problems))
+    # A machine so starved that publishers keep stalling tests nothing.
+    check(len(excused) <= 3, "publishers' own encoders stalled too often to test the daemon:\n" + "\n".join(excused))
 
 
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}

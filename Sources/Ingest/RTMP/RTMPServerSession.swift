@@ -117,8 +117,10 @@ public struct RTMPSessionLimits: Equatable, Sendable {
     public var chunk: RTMPChunkLimits
     public var amf: AMF0Limits
     /// Media and metadata held between the publish command and the owner's decision;
-    /// beyond it they are dropped.
+    /// beyond it (in bytes, or `maxPendingMediaMessages` messages: empty ones cost a place
+    /// too) they are dropped.
     public var maxPendingMediaBytes: Int
+    public var maxPendingMediaMessages: Int
     /// createStream calls per connection (publishers make one).
     public var maxMessageStreams: Int
     /// Until a publish command arrives (handshake, connect, createStream: a few small
@@ -131,12 +133,13 @@ public struct RTMPSessionLimits: Equatable, Sendable {
                                                              maxBufferedPayloadBytes: 128 << 10)
 
     public init(chunk: RTMPChunkLimits = RTMPChunkLimits(), amf: AMF0Limits = AMF0Limits(),
-                maxPendingMediaBytes: Int = 1 << 20, maxMessageStreams: Int = 16,
+                maxPendingMediaBytes: Int = 1 << 20, maxPendingMediaMessages: Int = 1_000, maxMessageStreams: Int = 16,
                 beforePublish: RTMPChunkLimits = RTMPSessionLimits.defaultBeforePublish) {
         self.beforePublish = beforePublish
         self.chunk = chunk
         self.amf = amf
         self.maxPendingMediaBytes = maxPendingMediaBytes
+        self.maxPendingMediaMessages = maxPendingMediaMessages
         self.maxMessageStreams = maxMessageStreams
     }
 }
@@ -163,9 +166,6 @@ public struct RTMPServerSession: Sendable {
     private struct PendingPublish {
         var request: RTMPPublishRequest
         var transactionID: Double
-        /// Media and metadata that arrived before the owner decided.
-        var held: [RTMPSessionAction] = []
-        var heldBytes = 0
     }
 
     private enum Phase {
@@ -180,6 +180,11 @@ public struct RTMPServerSession: Sendable {
 
     public let limits: RTMPSessionLimits
     private var phase: Phase = .handshaking
+    /// Media and metadata that arrived between the publish command and the owner's decision.
+    /// Kept outside `phase`: an array inside an enum that a `switch` has copied is copied again
+    /// on every append (a flood of empty messages held this way took seconds of an event loop).
+    private var held: [RTMPSessionAction] = []
+    private var heldBytes = 0
     private var handshake: RTMPServerHandshake
     private var decoder: RTMPChunkDecoder
     private var encoder = RTMPChunkEncoder()
@@ -229,7 +234,7 @@ public struct RTMPServerSession: Sendable {
     /// Bytes held on behalf of the peer: handshake and chunk buffers, held media.
     public var bufferedByteCount: Int {
         var count = handshake.bufferedByteCount + decoder.bufferedByteCount
-        if case .publishPending(_, let pending) = phase { count += pending.heldBytes }
+        if case .publishPending = phase { count += heldBytes }
         return count
     }
 
@@ -291,7 +296,9 @@ public struct RTMPServerSession: Sendable {
                                   description: "Start publishing", details: pending.request.streamKey,
                                   transactionID: pending.transactionID, streamID: streamID))
         phase = .publishing(connection, pending.request)
-        actions.append(contentsOf: pending.held)
+        actions.append(contentsOf: held)
+        held = []
+        heldBytes = 0
         return finish(actions)
     }
 
@@ -373,16 +380,13 @@ public struct RTMPServerSession: Sendable {
         switch phase {
         case .publishing:
             actions.append(action)
-        case .publishPending(let connection, var pending):
-            guard pending.heldBytes + byteCount <= limits.maxPendingMediaBytes else {
+        case .publishPending:
+            guard heldBytes + byteCount <= limits.maxPendingMediaBytes, held.count < limits.maxPendingMediaMessages else {
                 droppedMediaMessages += 1
                 return
             }
-            // Leave the phase empty while mutating so the held array is not copied.
-            phase = .unpublished
-            pending.held.append(action)
-            pending.heldBytes += byteCount
-            phase = .publishPending(connection, pending)
+            held.append(action)
+            heldBytes += byteCount
         default:
             droppedMediaMessages += 1
         }
@@ -590,8 +594,10 @@ public struct RTMPServerSession: Sendable {
 
     private mutating func endPublish(into actions: inout [RTMPSessionAction]) {
         switch phase {
-        case .publishPending(_, let pending):
-            droppedMediaMessages += pending.held.count
+        case .publishPending:
+            droppedMediaMessages += held.count
+            held = []
+            heldBytes = 0
             phase = .unpublished
             actions.append(.unpublished)
         case .publishing:
@@ -638,6 +644,8 @@ public struct RTMPServerSession: Sendable {
         phase = .closed
         // Nothing more will be read: let go of whatever the peer made us hold.
         decoder = RTMPChunkDecoder(limits: limits.chunk)
+        held = []
+        heldBytes = 0
         return .close(error)
     }
 
