@@ -137,16 +137,17 @@ func makeApplication<Store: CompositionStore>(
     }
     let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime, tokens: tokens)
     let endpoint = whip?.endpoint
+    let listen = configuration.listen
+    let limiter = ConnectionLimiter(limits: ConnectionLimits(total: listen.maxConnections ?? 1_000,
+                                                             perAddress: listen.maxConnectionsPerAddress ?? 100))
     let responder = ServerResponder(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
         operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) },
         whip: endpoint.map { endpoint -> @Sendable (Request) async -> Response in { request in await endpoint.respond(to: request) } },
-        metricsBearerToken: configuration.metrics.bearerToken)
+        metricsBearerToken: configuration.metrics.bearerToken,
+        connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
     let logger = dependencies.logger
-    let listen = configuration.listen
-    let limiter = ConnectionLimiter(limits: ConnectionLimits(total: listen.maxConnections ?? 1_000,
-                                                             perAddress: listen.maxConnectionsPerAddress ?? 100))
     return Application(
         responder: responder,
         server: HTTPLimits.server(limiter: limiter, idleTimeout: TimeAmount.milliseconds(Int64((listen.idleTimeoutSeconds ?? 30) * 1000))),
@@ -255,6 +256,8 @@ public struct ServerResponder: HTTPResponder {
     var whip: (@Sendable (Request) async -> Response)?
     /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
     var metricsBearerToken: String?
+    /// The connection caps, by listener, counted into /metrics when it is read.
+    var connectionLimiters: [(listener: String, limiter: ConnectionLimiter)] = []
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let method = request.method.rawValue
@@ -267,6 +270,10 @@ public struct ServerResponder: HTTPResponder {
             if let token = metricsBearerToken, !Self.bearerMatches(request.headers[.authorization], token: token) {
                 return Response(status: .unauthorized, headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],
                                 body: .init(byteBuffer: ByteBuffer(string: "metrics.bearerToken: send Authorization: Bearer <token>\n")))
+            }
+            for (listener, limiter) in connectionLimiters {
+                let counts = limiter.counts
+                metrics.recordConnections(listener: listener, open: counts.open, refused: counts.refused)
             }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))

@@ -67,6 +67,13 @@ public final class ServerMetrics: Sendable {
 
     public func ingestRefused(code: String) { ingestRefused[code]?.increment() }
 
+    /// Open connections and those refused by a cap, per listener ("ingest": RTMP and RTMPS;
+    /// "api": the HTTP API and WHIP), read when /metrics is served.
+    public func recordConnections(listener: String, open: Int, refused: Int64) {
+        Gauge(label: "stage_compositor_connections_open", dimensions: [("listener", listener)], factory: factory).record(open)
+        Gauge(label: "stage_compositor_connections_refused", dimensions: [("listener", listener)], factory: factory).record(refused)
+    }
+
     /// Per-WHIP-participant gauges, by participant ID (removed when the participant leaves).
     private let whipGauges = Mutex<[String: [String: Gauge]]>([:])
     static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent",

@@ -140,6 +140,8 @@ final class ControlPlaneRouterTests: XCTestCase {
                 XCTAssertTrue(text.contains("stage_compositor_frames_composed_total"), text)
                 XCTAssertTrue(text.contains("stage_compositor_output_bytes_total{destination_type=\"channel\"}"), text)
                 XCTAssertTrue(text.contains("stage_compositor_compositions{state=\"ACTIVE\"}"), text)
+                XCTAssertTrue(text.contains("stage_compositor_connections_refused{listener=\"api\"} 0"), text)
+                XCTAssertTrue(text.contains("stage_compositor_connections_open{listener=\"api\"}"), text)
             }
         }
     }

@@ -803,6 +803,10 @@ def test_connection_caps(d):
         metrics = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
         counted = [line for line in metrics.splitlines() if "connection" in line and not line.startswith("#")]
         print("metrics about connections: " + ("; ".join(counted) or "none"))
+        for listener in ("ingest", "api"):
+            refused = [float(line.rsplit(" ", 1)[1]) for line in counted
+                       if line.startswith(f'stage_compositor_connections_refused{{listener="{listener}"}}')]
+            check(refused and refused[0] > 0, f"refused {listener} connections are counted in /metrics: {counted}")
         for s in idle:
             s.close()
         idle = []
@@ -957,9 +961,8 @@ def test_whip_timestamp_flood(d):
     by packet (scripts/whip-clients/whip_hostile_timestamps.py), joins a stage where an honest
     ffmpeg publisher is composed, for 15 s: the daemon stays up, /healthz answers every
     second, its RSS stays within 60 MB, the attacker is gone from the stage once it ends, and
-    the honest publisher keeps its tile and tone in the recording. (What becomes of the
-    attacker, disconnected or re-anchored, is printed, not checked: see the report on
-    issue 23's acceptance, which asks for a disconnection with a logged reason.)"""
+    the honest publisher keeps its tile and tone in the recording, and the attacker is
+    disconnected with a Publish Error (INVALID_INPUT) and a logged reason."""
     d.start()
     scene = Scene(d)
     whip_url = scene.stage["endpoints"].get("whip", "")
@@ -1005,6 +1008,9 @@ def test_whip_timestamp_flood(d):
         updates = [(e["detail"]["event_name"], e["detail"].get("error_code")) for e in stage_updates(d, scene.arn_stage)
                    if e["detail"]["participant_id"] == token["participantId"]]
         print(f"attacker's stage updates: {updates}")
+        check(("Participant Publish Error", "INVALID_INPUT") in updates, f"the attacker gets a Publish Error: {updates}")
+        check("RTP timestamps jumped by more than an hour" in full_log(d), "the disconnection's reason is logged")
+        check(result.get("delete_status") == 404, f"the attacker's session was gone before its own DELETE: {result}")
         reasons = [line for line in full_log(d).splitlines() if token["participantId"] in line and
                    re.search(r"disconnect|closed|ended|reject|discontinu|jump", line, re.I)]
         print("attacker's log: " + " | ".join(line[-200:] for line in reasons[-3:]))

@@ -236,6 +236,8 @@ public final class WebRTCIngestServer: Service, Sendable {
 
 /// Every session, and the indexes to find one. Touched only on the socket's event loop.
 final class SessionTable: @unchecked Sendable {
+    /// Timestamp jumps a WHIP publisher may make before it is disconnected (as over RTMP).
+    static let maxTimestampDiscontinuities = 10
     final class Entry {
         let id: String
         let participantId: String
@@ -354,6 +356,11 @@ final class SessionTable: @unchecked Sendable {
                 if let average = entry.bitrate.add(Int(clamping: received), now: now), average > limit + limit / 4 {
                     entry.publication.failed(.bitrateExceeded, reason: "\(average) bit/s averaged over 5 s exceeds \(limit)")
                     remove(entry, reason: "bitrate \(average) bit/s exceeds the maximum \(limit)")
+                } else if statistics.receiver.timestampDiscontinuities > Self.maxTimestampDiscontinuities {
+                    // A sender restarting its timestamps makes one; one that keeps jumping sends nonsense.
+                    let reason = "RTP timestamps jumped by more than an hour \(statistics.receiver.timestampDiscontinuities) times"
+                    entry.publication.failed(.invalidInput, reason: reason)
+                    remove(entry, reason: reason)
                 }
             }
         }

@@ -54,6 +54,8 @@ public struct ReceiverStatistics: Sendable, Equatable {
     /// Packets of SSRCs the offer did not declare, beyond the streams it negotiated (one per
     /// m-section, one per simulcast layer): dropped before any state is made for them.
     public var undeclaredStreamPackets: Int64 = 0
+    /// RTP timestamps that jumped more than an hour of media from their stream's clock.
+    public var timestampDiscontinuities: Int = 0
     /// The picture size of the video delivered, from its latest keyframe.
     public var videoWidth: Int = 0
     public var videoHeight: Int = 0
@@ -349,6 +351,7 @@ public struct PublisherMediaReceiver: Sendable {
             statistics.audioJitter = Int64(audio.stream.jitter) * 1_000_000 / Int64(max(audio.stream.clockRate, 1))
         }
         statistics.packetsLost = tracks.values.reduce(0) { $0 + max(0, $1.stream.cumulativeLost) }
+        statistics.timestampDiscontinuities = tracks.values.reduce(0) { $0 &+ $1.clock.discontinuities }
         if let layers {
             statistics.simulcastLayers = layers.layerCount
             statistics.simulcastSwitches = layers.switches
