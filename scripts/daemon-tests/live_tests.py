@@ -219,6 +219,23 @@ def recording_playlist(d, composition):
     return path
 
 
+def phases_of(changes, membership, present):
+    """The phases to check between changes ((made, shown, label) in composition seconds): from
+    0.8 s after the API showed one done (ffmpeg's first frames, the 200 ms latency) to 0.3 s
+    before the test made the next, with who is present then in arrival order; `membership`
+    says what each label does ("add"/"remove", (colour, tone))."""
+    print("changes (composition time, made-shown):",
+          ", ".join(f"{label} {made:.2f}-{shown:.2f}s" for made, shown, label in changes))
+    phases, previous = [], 0.0
+    for made, shown, label in changes:
+        if made - previous >= 2.4:
+            phases.append((previous + 0.8, made - 0.3, list(present)))
+        kind, who = membership[label]
+        present = present + [who] if kind == "add" else [p for p in present if p != who]
+        previous = shown
+    return phases
+
+
 def check_phases(name, video, audio, phases, binary):
     """Each phase (start, end, [(colour, tone)...] in arrival order): the tiles the layout
     engine gives that many participants show those colours, and exactly those tones sound."""
@@ -355,20 +372,10 @@ def test_three_publishers_compose_and_stop(d):
     # What the composite shows, from both outputs, between the changes: from 0.8 s after the
     # API showed one done (ffmpeg's first frames, the 200 ms latency) to 0.3 s before the test
     # made the next.
-    print("changes (composition time, made-shown):",
-          ", ".join(f"{label} {made:.2f}-{shown:.2f}s" for made, shown, label in changes))
-    present = [("red", 440)]
-    phases = []
-    previous = 0.0
     membership = {"green joined": ("add", ("green", 660)), "blue joined": ("add", ("blue", 880)),
                   "green left": ("remove", ("green", 660)), "blue killed": ("remove", ("blue", 880)),
                   "red left": ("remove", ("red", 440))}
-    for made, shown, label in changes:
-        if made - previous >= 2.4:
-            phases.append((previous + 0.8, made - 0.3, list(present)))
-        kind, who = membership[label]
-        present = present + [who] if kind == "add" else [p for p in present if p != who]
-        previous = shown
+    phases = phases_of(changes, membership, [("red", 440)])
     check(len(phases) == 5, f"phases: {phases}")
     playlist = recording_playlist(d, final)
     check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
@@ -871,17 +878,9 @@ def middle_joiner_leaves(d, how):
     finally:
         for p in publishers.values():
             p.kill()
-    print("changes (composition time, made-shown):",
-          ", ".join(f"{label} {made:.2f}-{shown:.2f}s" for made, shown, label in changes))
     membership = {"b joined": ("add", ("blue", 550)), "c joined": ("add", ("yellow", 1100)),
                   "b left": ("remove", ("blue", 550)), "c left": ("remove", ("yellow", 1100)), "end": ("remove", None)}
-    present, phases, previous = [("red", 660)], [], 0.0
-    for made, shown, label in changes:
-        if made - previous >= 2.4:
-            phases.append((previous + 0.8, made - 0.3, list(present)))
-        kind, who = membership[label]
-        present = present + [who] if kind == "add" else [p for p in present if p != who]
-        previous = shown
+    phases = phases_of(changes, membership, [("red", 660)])
     check(len(phases) == 5, f"phases: {phases}")
     playlist = recording_playlist(d, final)
     check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
