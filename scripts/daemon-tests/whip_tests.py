@@ -718,8 +718,11 @@ def test_gstreamer_webrtcbin_in_a_namespace(d):
     try:
         whip = dict(d.config["ingest"]["whip"], host="0.0.0.0", advertisedHost=host_ip)
         d.reconfigure(extra={"ingest": dict(d.config["ingest"], whip=whip)})
-        # The API too, so that the publisher in the namespace reaches the WHIP endpoint.
+        # The API too, so that the publisher in the namespace reaches the WHIP endpoint: the
+        # namespace's network is this test's own, so the API may stay without authentication
+        # (the daemon refuses a non-loopback address without auth unless told so).
         d.config["listen"]["host"] = "0.0.0.0"
+        d.config["listen"]["allowUnauthenticated"] = True
         with open(d.config_path, "w") as f:
             json.dump(d.config, f, indent=2)
         d.start()
