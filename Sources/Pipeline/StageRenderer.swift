@@ -3,8 +3,6 @@
 // can never disagree. CompositionSession encodes what it renders; the stage-sequence property
 // tests render ticks without encoders and compare the tiles and the mix with a model.
 
-public import FFmpeg
-public import Layout
 public import MediaCore
 
 public final class StageRenderer {
