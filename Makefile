@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
 
-.PHONY: deps test-deps build release demo live-demo test bench bench-live bench-whip fuzz-rtmp clean
+.PHONY: deps test-deps build release demo live-demo test bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
 
 deps:
 	@scripts/install-deps.sh
@@ -37,12 +37,20 @@ test: test-deps
 bench: release
 	benchmarks/run.sh
 
-## Fuzz the RTMP parsers with libFuzzer for FUZZ_SECONDS (corpus: Tests/RTMPTests/Corpus).
+## Fuzz every whole-session target with libFuzzer for FUZZ_SECONDS each (Sources/Fuzz;
+## corpora in Tests/FuzzTests/Corpus). FUZZ_TARGETS picks some; fuzz-merge minimizes what
+## was found into the committed corpora. `make test` replays the corpora and runs a short,
+## seeded mutation run of each target.
 FUZZ_SECONDS ?= 60
-fuzz-rtmp:
-	$(SWIFT) build -c release --product RTMPFuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING --scratch-path .build-fuzz
-	@mkdir -p .build-fuzz/corpus
-	.build-fuzz/release/RTMPFuzz .build-fuzz/corpus Tests/RTMPTests/Corpus -max_len=65536 -max_total_time=$(FUZZ_SECONDS)
+FUZZ_TARGETS ?= rtmp-parsers rtmp-session whip-media stun-sdp api-bodies
+fuzz-build: deps
+	$(SWIFT) build -c release --product StageFuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING --scratch-path .build-fuzz
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-merge: fuzz-build
+	scripts/fuzz.sh --merge $(FUZZ_TARGETS)
 
 ## Live compositions with real RTMP publishers: density, glass-to-glass latency, memory.
 bench-live: release test-deps
@@ -53,4 +61,4 @@ bench-whip: release test-deps
 	benchmarks/whip_bench.py
 
 clean:
-	rm -rf .build out
+	rm -rf .build .build-fuzz out

@@ -99,8 +99,6 @@ let package = Package(
         ),
         // Pure RTMP: handshake, chunk stream, AMF0, the publish conversation, FLV tags.
         .target(name: "RTMP", dependencies: ["MediaCore"], path: "Sources/Ingest/RTMP", swiftSettings: strict),
-        // libFuzzer entry point over the RTMP core (see the file for how to build and run it).
-        .executableTarget(name: "RTMPFuzz", dependencies: ["RTMP", "MediaCore"], path: "Sources/Ingest/RTMPFuzz", swiftSettings: strict),
         // Pure WebRTC receive stack: STUN, ICE-lite, SDP offer/answer (crypto injected) ...
         .target(name: "WebRTCSignal", path: "Sources/WebRTC/Signal", swiftSettings: strict),
         // ... and RTP/RTCP, NACK, keyframe requests, REMB, reports, depacketizers, sender clocks.
@@ -129,6 +127,19 @@ let package = Package(
             path: "Sources/WebRTC/Ingest",
             swiftSettings: strict
         ),
+        // Whole-session fuzz targets (an RTMP connection, WHIP media, STUN/SDP, API bodies) and
+        // their libFuzzer driver; `make fuzz` runs them, `make test` replays their corpora.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["RTMP", "IngestServer", "LiveStage", "MediaCore", "WebRTCSignal", "WebRTCMedia", "WebRTCPublisher",
+                           "WebRTCIngest", "APIModels", "Layout",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Sources/Fuzz/Targets",
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "StageFuzz", dependencies: ["FuzzTargets"], path: "Sources/Fuzz/Driver", swiftSettings: strict),
         // Participant tokens: ES384 JWTs signed by the daemon or by imported customer keys.
         .target(name: "ParticipantTokens", dependencies: [.product(name: "JWTKit", package: "jwt-kit"),
                                                           .product(name: "Crypto", package: "swift-crypto")],
@@ -220,7 +231,9 @@ let package = Package(
         .testTarget(name: "StagesTests", dependencies: ["Stages", "TestSupport"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg", "MediaCore", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
-        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport"], exclude: ["Corpus"]),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "TestSupport", .product(name: "Logging", package: "swift-log")],
+                    exclude: ["Corpus"]),
+        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport"]),
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
         .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),
         .testTarget(name: "WebRTCPublisherTests", dependencies: ["WebRTCPublisher", "WebRTCMedia", "WebRTCSignal", "TestSupport"]),
@@ -228,6 +241,8 @@ let package = Package(
         .testTarget(name: "WebRTCIngestTests", dependencies: ["WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCMedia",
                                                             "WebRTCSignal", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "RTMP", "LiveStage", "Pipeline", "FFmpeg", "MediaCore", "Layout",
+                                                             .product(name: "NIOCore", package: "swift-nio"),
+                                                             .product(name: "NIOEmbedded", package: "swift-nio"),
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "Stages", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")]),

@@ -187,3 +187,23 @@ public enum PercentDecoding {
         }
     }
 }
+
+extension APIOperation {
+    /// The request shapes whose JSON body is the whole request: every operation except the
+    /// three tagging ones, whose resource ARN is in the path (and UntagResource's keys in the
+    /// query). Each shape names its operation (`APIRequest.operation`).
+    public static let jsonBodyRequests: [any (Decodable & APIRequest).Type] = [
+        StartCompositionRequest.self, StopCompositionRequest.self, GetCompositionRequest.self, ListCompositionsRequest.self,
+        CreateEncoderConfigurationRequest.self, GetEncoderConfigurationRequest.self, ListEncoderConfigurationsRequest.self,
+        DeleteEncoderConfigurationRequest.self,
+        CreateStorageConfigurationRequest.self, GetStorageConfigurationRequest.self, ListStorageConfigurationsRequest.self,
+        DeleteStorageConfigurationRequest.self,
+        CreateStageRequest.self, GetStageRequest.self, ListStagesRequest.self, DeleteStageRequest.self, UpdateStageRequest.self,
+        ListStageSessionsRequest.self, GetStageSessionRequest.self, ListParticipantsRequest.self, GetParticipantRequest.self,
+        ListParticipantEventsRequest.self, DisconnectParticipantRequest.self,
+        CreateIngestConfigurationRequest.self, GetIngestConfigurationRequest.self, ListIngestConfigurationsRequest.self,
+        UpdateIngestConfigurationRequest.self, DeleteIngestConfigurationRequest.self,
+        CreateParticipantTokenRequest.self,
+        ImportPublicKeyRequest.self, GetPublicKeyRequest.self, ListPublicKeysRequest.self, DeletePublicKeyRequest.self,
+    ]
+}

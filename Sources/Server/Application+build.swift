@@ -144,7 +144,10 @@ func makeApplication<Store: CompositionStore>(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
         operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) },
-        whip: endpoint.map { endpoint -> @Sendable (Request) async -> Response in { request in await endpoint.respond(to: request) } },
+        whip: endpoint.map { endpoint -> @Sendable (Request, String) async -> Response in
+            { request, client in await endpoint.respond(to: request, clientAddress: client) }
+        },
+        whipSessionCounts: whip.map { whip -> @Sendable () -> (open: Int, refused: Int64) in { whip.server.sessionCounts } },
         metricsBearerToken: configuration.metrics.bearerToken,
         connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
     let logger = dependencies.logger
@@ -209,6 +212,7 @@ func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHu
     return WebRTCIngestServer(
         configuration: WebRTCIngestConfiguration(host: whip.host, port: whip.port, advertisedHost: whip.advertisedHost,
                                                  advertisedPort: whip.advertisedPort, session: session,
+                                                 maxSessions: whip.maxSessions, maxSessionsPerAddress: whip.maxSessionsPerAddress,
                                                  acceptSimulcast: whip.acceptSimulcast),
         certificate: try DTLSCertificate.generate(), clock: HubClockReading(clock: hub.clock),
         observer: WHIPMetricsObserver(metrics: metrics), logger: whipLogger)
@@ -229,10 +233,25 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "video_width": Double(receiver.videoWidth), "video_height": Double(receiver.videoHeight),
             "simulcast_layers": Double(receiver.simulcastLayers), "simulcast_switches": Double(receiver.simulcastSwitches),
             "frames_of_other_layers": Double(receiver.framesOfOtherLayers),
-            "audio_capture_times": Double(receiver.audioCaptureTimes), "video_capture_times": Double(receiver.videoCaptureTimes)])
+            "audio_capture_times": Double(receiver.audioCaptureTimes), "video_capture_times": Double(receiver.videoCaptureTimes),
+            "srtp_streams_refused": Double(statistics.srtpStreamsRefused),
+            "dtls_datagrams_dropped": Double(statistics.dtlsDatagramsDropped)])
     }
 
     func ended(participantId: String) { metrics.removeWHIP(participantId: participantId) }
+
+    func loopLag(maxMicroseconds: Int64) { metrics.whipLoopLag.record(Double(maxMicroseconds) / 1_000_000) }
+}
+
+/// Hummingbird's basic context plus the client's address (the WHIP per-address cap, logs).
+public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = CoreRequestContextStorage(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
 }
 
 /// Rate measurements on the live media clock.
@@ -244,7 +263,7 @@ struct HubClockReading: MediaClockReading {
 /// The HTTP surface: `/healthz`, `/metrics`, and every control-plane operation routed by
 /// APIOperation (POST /<Operation>, /tags/{resourceArn}).
 public struct ServerResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = ServerRequestContext
 
     let maxBodyBytes: Int
     let authenticator: any RequestAuthenticator
@@ -252,8 +271,10 @@ public struct ServerResponder: HTTPResponder {
     let metrics: ServerMetrics
     let logger: Logger
     let operation: @Sendable (APIOperation.Route, String, Data) async throws(APIError) -> Data
-    /// WHIP (`/whip/...`): bearer tokens, not SigV4.
-    var whip: (@Sendable (Request) async -> Response)?
+    /// WHIP (`/whip/...`): bearer tokens, not SigV4. Takes the client's IP address.
+    var whip: (@Sendable (Request, String) async -> Response)?
+    /// WHIP sessions open and refused by its caps, for /metrics.
+    var whipSessionCounts: (@Sendable () -> (open: Int, refused: Int64))?
     /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
     var metricsBearerToken: String?
     /// The connection caps, by listener, counted into /metrics when it is read.
@@ -275,12 +296,15 @@ public struct ServerResponder: HTTPResponder {
                 let counts = limiter.counts
                 metrics.recordConnections(listener: listener, open: counts.open, refused: counts.refused)
             }
+            if let counts = whipSessionCounts?() {
+                metrics.recordConnections(listener: "whip", open: counts.open, refused: counts.refused)
+            }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         if path == "/whip" || path.hasPrefix("/whip/") {
             guard let whip else { return WHIPResponses.plain(.notFound, "WHIP publishing is disabled on this server (ingest.whip.enabled)") }
-            return await whip(request)
+            return await whip(request, context.remoteAddress?.ipAddress ?? "?")
         }
         metrics.requests.increment()
         let buffer: ByteBuffer

@@ -232,10 +232,16 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             /// Receive every layer of a simulcast publisher and compose the largest; when
             /// false, simulcast is declined and a browser sends only its first encoding.
             public var acceptSimulcast: Bool
+            /// WHIP sessions at once, and per client address (the HTTP peer that POSTed the
+            /// offer); beyond either, a POST gets 429 and nothing is allocated.
+            public var maxSessions: Int
+            public var maxSessionsPerAddress: Int
 
             public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 1937, advertisedHost: String? = nil,
                         advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil,
-                        acceptSimulcast: Bool = true) {
+                        acceptSimulcast: Bool = true, maxSessions: Int = 256, maxSessionsPerAddress: Int = 32) {
+                self.maxSessions = maxSessions
+                self.maxSessionsPerAddress = maxSessionsPerAddress
                 self.enabled = enabled
                 self.host = host
                 self.port = port
@@ -257,6 +263,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 consentTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .consentTimeoutSeconds) ?? d.consentTimeoutSeconds
                 publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
                 acceptSimulcast = try c.decodeIfPresent(Bool.self, forKey: .acceptSimulcast) ?? d.acceptSimulcast
+                maxSessions = try c.decodeIfPresent(Int.self, forKey: .maxSessions) ?? d.maxSessions
+                maxSessionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxSessionsPerAddress) ?? d.maxSessionsPerAddress
             }
         }
 

@@ -22,6 +22,8 @@ public final class ServerMetrics: Sendable {
     /// Recording objects (and their bytes) spooled on local disk, not yet in their S3 bucket.
     public let spoolObjects: Gauge
     public let spoolBytes: Gauge
+    /// The WHIP socket's event loop: the worst lateness of its 10 ms tick over the last second.
+    public let whipLoopLag: Gauge
     public let ingestAdmitted: Counter
     private let ingestRefused: [String: Counter]
     private let ingestPublishErrors: [String: Counter]
@@ -53,6 +55,7 @@ public final class ServerMetrics: Sendable {
         livePublishers = Gauge(label: "stage_compositor_live_publishers", factory: factory)
         spoolObjects = Gauge(label: "stage_compositor_spool_objects", factory: factory)
         spoolBytes = Gauge(label: "stage_compositor_spool_bytes", factory: factory)
+        whipLoopLag = Gauge(label: "stage_compositor_whip_loop_lag_seconds", factory: factory)
         ingestAdmitted = Counter(label: "stage_compositor_ingest_admitted_total", factory: factory)
         let codes = ["INSUFFICIENT_CAPABILITIES", "INVALID_STREAM_KEY", "INVALID_PROTOCOL", "REUSE_OF_STREAM_KEY", "QUOTA_EXCEEDED", "BITRATE_EXCEEDED",
                      "RESOLUTION_EXCEEDED", "INVALID_VIDEO_CODEC", "INVALID_AUDIO_CODEC", "INVALID_INPUT",
@@ -79,7 +82,7 @@ public final class ServerMetrics: Sendable {
     static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent",
                                  "jitter_seconds", "bitrate_bps", "srtp_auth_failures", "undeclared_stream_packets", "video_width", "video_height",
                                  "simulcast_layers", "simulcast_switches", "frames_of_other_layers",
-                                 "audio_capture_times", "video_capture_times"]
+                                 "audio_capture_times", "video_capture_times", "srtp_streams_refused", "dtls_datagrams_dropped"]
 
     /// Records one WHIP participant's receive statistics.
     public func recordWHIP(participantId: String, values: [String: Double]) {

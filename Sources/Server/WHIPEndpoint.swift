@@ -33,7 +33,7 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
     /// Offers larger than this are refused (a browser's is 5–10 KiB).
     static var maxOfferBytes: Int { 64 * 1024 }
 
-    func respond(to request: Request) async -> Response {
+    func respond(to request: Request, clientAddress: String) async -> Response {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard segments.first == "whip", (2...3).contains(segments.count) else {
             return WHIPResponses.plain(.notFound, "no WHIP endpoint at \(request.uri.path)")
@@ -45,7 +45,7 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
             return Response(status: .noContent, headers: WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS"))
         case (.post, nil):
             var request = request
-            return await publish(&request, stageId: stageId)
+            return await publish(&request, stageId: stageId, clientAddress: clientAddress)
         case (.delete, let id?):
             guard await media.stop(id: id, reason: "the publisher ended the WHIP session (DELETE)") else {
                 return WHIPResponses.plain(.notFound, "no WHIP session \(id)")
@@ -64,12 +64,12 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         }
     }
 
-    private func publish(_ request: inout Request, stageId: String) async -> Response {
+    private func publish(_ request: inout Request, stageId: String, clientAddress: String) async -> Response {
         guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
                                     resourceID: stageId)?.description else {
             return WHIPResponses.plain(.notFound, "no stage \(stageId)")
         }
-        let remote = request.headers[.init("x-forwarded-for")!] ?? "?"
+        let remote = clientAddress
         var requestLogger = logger
         requestLogger[metadataKey: "stage.arn"] = "\(stageArn)"
         // 1. Who is it? (The token is never logged.)
@@ -134,9 +134,14 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
             return WHIPResponses.plain(Self.status(for: error), reason)
         case .accepted(let publication):
             do {
-                try await media.start(prepared, publication: publication, participantId: claims.participantId)
+                try await media.start(prepared, publication: publication, participantId: claims.participantId,
+                                      clientAddress: clientAddress)
             } catch {
                 publication.ended(reason: "the media transport refused the session: \(error)")
+                if let refusal = error as? WebRTCIngestError, refusal.kind == .tooManySessions {
+                    requestLogger.notice("WHIP publish refused: session cap", metadata: ["reason": "\(refusal.message)"])
+                    return WHIPResponses.plain(.tooManyRequests, refusal.message)
+                }
                 return WHIPResponses.plain(.serviceUnavailable, "\(error)")
             }
         }

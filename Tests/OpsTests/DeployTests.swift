@@ -101,7 +101,8 @@ struct ConfigExampleTests {
         "ingest.rtmps.port", "ingest.publicHost", "ingest.latencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
         "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",
         "ingest.whip.enabled", "ingest.whip.host", "ingest.whip.port", "ingest.whip.advertisedHost",
-        "ingest.whip.consentTimeoutSeconds", "ingest.whip.acceptSimulcast",
+        "ingest.whip.consentTimeoutSeconds", "ingest.whip.acceptSimulcast", "ingest.whip.maxSessions",
+        "ingest.whip.maxSessionsPerAddress",
     ]
 
     /// Leaf paths of a JSON value; `auth.accessKeys` and `buckets` are maps, so leaves.

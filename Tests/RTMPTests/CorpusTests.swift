@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 enum Corpus {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Corpus")
+    static let directory = FuzzSeeds.corpusRoot.appendingPathComponent("rtmp-parsers")
 
     static func load(_ name: String) throws -> [UInt8] {
         [UInt8](try Data(contentsOf: directory.appendingPathComponent(name)))

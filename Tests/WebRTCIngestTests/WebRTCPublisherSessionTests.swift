@@ -176,6 +176,52 @@ final class Call {
         #expect(call.ended == nil)
     }
 
+    @Test("an SSRC flood keeps SRTP state for at most maxSRTPStreams SSRCs; the declared streams still flow")
+    func ssrcFloodIsBounded() throws {
+        let call = try Call(configuration: WebRTCSessionConfiguration(maxSRTPStreams: 4))
+        call.connect()
+        let keys = try #require(call.keys)
+        let protect = try SRTPSession(profile: keys.profile, keyAndSalt: keys.localKeyAndSalt, direction: .outbound)
+        // Audio first (a declared stream takes a slot), then 2,000 SSRCs the offer never named.
+        var opus = try RTPPacket(marker: true, payloadType: 111, sequenceNumber: 1, timestamp: 0, ssrc: 1111, payload: [0xFC, 1]).serialized()
+        #expect(protect.protectRTP(&opus))
+        call.send(opus)
+        for index in 0..<2000 {
+            var packet = try RTPPacket(payloadType: 102, sequenceNumber: UInt16(index), timestamp: 0, ssrc: 0x4000_0000 + UInt32(index),
+                                       payload: [0x41, 1, 2]).serialized()
+            #expect(protect.protectRTP(&packet))
+            call.send(packet)
+        }
+        let statistics = call.server.statistics
+        #expect(statistics.srtpStreamsRefused == 1997)
+        #expect(statistics.receiver.undeclaredStreamPackets == 3)
+        // The declared audio stream still decrypts and delivers.
+        for index in 1..<4 {
+            var packet = try RTPPacket(payloadType: 111, sequenceNumber: UInt16(1 + index), timestamp: UInt32(960 * index), ssrc: 1111,
+                                       payload: [0xFC, UInt8(index)]).serialized()
+            #expect(protect.protectRTP(&packet))
+            call.now += 20_000
+            call.send(packet)
+        }
+        call.now += 500_000
+        call.deliver(call.server.poll(now: call.now))
+        #expect(call.media.filter { $0.kind == .audio }.count == 4)
+        #expect(call.ended == nil)
+    }
+
+    @Test("DTLS datagrams beyond the session's budget are dropped unprocessed, and the budget refills")
+    func dtlsBudget() throws {
+        let call = try Call(configuration: WebRTCSessionConfiguration(dtlsBurst: 10, dtlsPerSecond: 2))
+        call.send(call.browser.check(to: call.local))
+        let hello = try #require(call.dtls.start(now: .now).first)
+        for _ in 0..<100 { call.send(hello) }
+        #expect(call.server.statistics.dtlsDatagramsDropped == 90)
+        call.now += 1_000_000
+        for _ in 0..<10 { call.send(hello) }
+        #expect(call.server.statistics.dtlsDatagramsDropped == 98)
+        #expect(call.ended == nil)
+    }
+
     @Test("an offer with setup:passive makes the server the DTLS client", arguments: ["passive", "actpass"])
     func bothRoles(setup: String) throws {
         let call = try Call(setup: setup)

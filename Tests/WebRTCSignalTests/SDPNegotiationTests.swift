@@ -1,5 +1,6 @@
 // Answers to real offers: codec choice, RTX, SSRCs, extensions, transport parameters, the
 // answer text itself, and the 400-worthy offers.
+import TestSupport
 import Testing
 @testable import WebRTCSignal
 

@@ -1,4 +1,5 @@
 // Parsing real offers into the model, line endings, and malformed input.
+import TestSupport
 import Testing
 @testable import WebRTCSignal
 

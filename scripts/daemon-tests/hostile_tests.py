@@ -1026,6 +1026,147 @@ def test_whip_timestamp_flood(d):
     print(f"recording: {duration:.1f}s, the honest publisher's tile and tone throughout")
 
 
+def metric_values(d, name, label_filter=""):
+    """The values of a gauge in /metrics (lines whose labels contain `label_filter`)."""
+    values = []
+    for line in urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode().splitlines():
+        if line.startswith(name) and (line[len(name):len(name) + 1] in ("{", " ")) and label_filter in line:
+            values.append(float(line.rsplit(" ", 1)[1]))
+    return values
+
+
+def whip_publisher(d, stage_arn, user, script, args, workdir, name):
+    token = d.cli("create-participant-token", "--stage-arn", stage_arn, "--user-id", user,
+                  "--capabilities", "PUBLISH")["participantToken"]
+    whip_url = d.cli("get-stage", "--arn", stage_arn)["stage"]["endpoints"]["whip"]
+    log = open(os.path.join(workdir, f"{name}.log"), "w")
+    process = subprocess.Popen([sys.executable, os.path.join(CLIENTS, script), "--url", whip_url, "--token", token["token"]] + args,
+                               stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+    return token["participantId"], process, log
+
+
+def whip_result(process, log, limit):
+    try:
+        out, _ = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate(timeout=10)
+    log.close()
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+# The bound on how late the WHIP socket's event loop runs (its 10 ms tick, worst over each
+# second) while one session floods: every other session's datagrams wait at most this long
+# behind the flood. Measured on the loaded 2-core machine: see the test's output.
+LOOP_LAG_BOUND_S = 0.1
+
+
+def test_whip_ssrc_and_dtls_flood(d):
+    """An aiortc WHIP publisher that, after 2 s, follows every RTP packet with 20 copies under
+    SSRCs never used before (about 30,000 SSRCs) and 2 replays of its DTLS ClientHello
+    (scripts/whip-clients/whip_hostile_flood.py), for 15 s, on a stage with an honest ffmpeg
+    publisher and an honest WHIP publisher: the daemon stays up, /healthz answers every
+    second, RSS stays within 60 MB, the flood is counted and dropped (SRTP keeps state for at
+    most 16 SSRCs of the session; DTLS beyond the session's budget is not processed), the WHIP
+    event loop is never late by more than LOOP_LAG_BOUND_S, and both honest publishers keep
+    their tiles (and the ffmpeg one its tone) in the recording."""
+    d.start()
+    scene = Scene(d)
+    attacker = honest = None
+    try:
+        scene.compose()
+        honest_id, honest, honest_log = whip_publisher(d, scene.arn_stage, "honest-whip", "whip_aiortc.py",
+                                                       ["--color", "0,0,255", "--tone-hz", "880", "--duration", "22",
+                                                        "--width", "320", "--height", "240"], d.workdir, "whip-honest")
+        from live_tests import wait_whip_media
+        wait_whip_media(d, honest_id, packets=60, timeout=20)
+        time.sleep(1)
+        before = rss_mb(d)
+        watch = RSSWatch(d)
+        attacker_id, attacker, attacker_log = whip_publisher(
+            d, scene.arn_stage, "flood", "whip_hostile_flood.py",
+            ["--ssrcs-per-packet", "20", "--dtls-per-packet", "2", "--hostile-after", "2", "--duration", "15",
+             "--color", "0,255,0", "--tone-hz", "660", "--width", "320", "--height", "240"], d.workdir, "whip-flood")
+        lags, refused, dropped = [], 0.0, 0.0
+        deadline = time.time() + 25
+        while time.time() < deadline and attacker.poll() is None:
+            check_alive(d, "while the WHIP flood runs")
+            lags += metric_values(d, "stage_compositor_whip_loop_lag_seconds")
+            refused = max([refused] + metric_values(d, "stage_compositor_whip_srtp_streams_refused", attacker_id))
+            dropped = max([dropped] + metric_values(d, "stage_compositor_whip_dtls_datagrams_dropped", attacker_id))
+            time.sleep(0.5)
+        result = whip_result(attacker, attacker_log, 20)
+        check(result.get("status") == 201, f"the attacker's WHIP POST was accepted: {result}")
+        print(f"attacker: {json.dumps({k: result.get(k) for k in ('connected_after_s', 'flood_ssrcs', 'flood_dtls', 'frames_sent', 'delete_status')})}")
+        check(result.get("flood_ssrcs", 0) > 10_000, f"the attacker sent its SSRC flood: {result}")
+        check(result.get("flood_dtls", 0) > 1_000, f"the attacker sent its DTLS flood: {result}")
+        check_alive(d, "after the WHIP flood")
+        peak = watch.stop()
+        after = rss_mb(d)
+        print(f"RSS: {before:.0f} MB before, peak {peak:.0f} MB, {after:.0f} MB after (bound +60 MB)")
+        check(peak - before < 60, f"RSS grew from {before:.0f} MB to {peak:.0f} MB")
+        print(f"flood counted: {refused:.0f} packets of SSRCs beyond the session's 16 refused before decryption, "
+              f"{dropped:.0f} DTLS datagrams beyond its budget dropped")
+        check(refused > 10_000, f"the SSRC flood is counted as refused: {refused}")
+        check(dropped > 1_000, f"the DTLS flood is counted as dropped: {dropped}")
+        worst = max(lags, default=-1)
+        print(f"WHIP event loop lag during the flood: worst {worst * 1000:.1f} ms over {len(lags)} samples "
+              f"(bound {LOOP_LAG_BOUND_S * 1000:.0f} ms)")
+        check(lags, "the loop lag gauge is exported")
+        check(worst < LOOP_LAG_BOUND_S, f"the WHIP event loop was {worst * 1000:.0f} ms late")
+        honest_result = whip_result(honest, honest_log, 30)
+        check(honest_result.get("status") == 201 and honest_result.get("dtls_state") == "connected",
+              f"the honest WHIP publisher stayed connected: {honest_result}")
+        scene.honest_still_connected("after the WHIP flood")
+        scene.stop()
+        check(d.stop() == 0, "the daemon exits cleanly")
+    finally:
+        for process in (attacker, honest):
+            if process and process.poll() is None:
+                process.kill()
+                process.wait()
+        scene.kill()
+    duration = scene.check_recording(most_participants=3)
+    print(f"recording: {duration:.1f}s, the honest publisher's tile and tone throughout")
+
+
+def test_whip_sessions_per_address(d):
+    """With ingest.whip.maxSessionsPerAddress 2, a third WHIP publisher from the same address
+    gets 429 (and nothing is allocated), it is counted in
+    stage_compositor_connections_refused{listener="whip"}, the two admitted ones publish, and
+    once one leaves a new one is admitted again."""
+    d.start()
+    stage = create_stage(d, "capped")
+    runs = []
+    try:
+        for index in range(2):
+            runs.append(whip_publisher(d, stage["arn"], f"ok{index}", "whip_aiortc.py",
+                                       ["--duration", "6", "--width", "160", "--height", "120"], d.workdir, f"whip-ok{index}"))
+        from live_tests import wait_whip_media
+        for participant_id, _, _ in runs:
+            wait_whip_media(d, participant_id, packets=20, timeout=20)
+        third = whip_publisher(d, stage["arn"], "third", "whip_aiortc.py",
+                               ["--expect-status", "429", "--duration", "2"], d.workdir, "whip-third")
+        result = whip_result(third[1], third[2], 30)
+        check(result.get("status") == 429, f"the third publisher from one address is refused with 429: {result}")
+        print(f"third publisher: {result.get('status')} {result.get('body', '').strip()}")
+        refused = metric_values(d, "stage_compositor_connections_refused", 'listener="whip"')
+        check(refused and refused[0] >= 1, f"the refusal is counted: {refused}")
+        for participant_id, process, log in runs:
+            done = whip_result(process, log, 30)
+            check(done.get("status") == 201 and done.get("dtls_state") == "connected", f"an admitted publisher published: {done}")
+        fourth = whip_publisher(d, stage["arn"], "fourth", "whip_aiortc.py", ["--duration", "2", "--width", "160", "--height", "120"],
+                                d.workdir, "whip-fourth")
+        result = whip_result(fourth[1], fourth[2], 40)
+        check(result.get("status") == 201, f"after the others left, a new publisher is admitted: {result}")
+    finally:
+        for _, process, _ in runs:
+            if process.poll() is None:
+                process.kill()
+    check(d.stop() == 0, "the daemon exits cleanly")
+
+
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 
@@ -1038,9 +1179,11 @@ def main():
     def make_daemon(workdir):
         ingest = {}
         listen = {}
-        if name in ("connection_caps", "whip_timestamp_flood"):
+        if name in ("connection_caps", "whip_timestamp_flood", "whip_ssrc_and_dtls_flood", "whip_sessions_per_address"):
             from whip_tests import free_udp_port
             ingest["whip"] = {"port": free_udp_port()}
+        if name == "whip_sessions_per_address":
+            ingest["whip"]["maxSessionsPerAddress"] = 2
         if name == "connection_caps":
             # The handshake deadline and idle timeout are long here, so that the caps alone
             # keep the idle connections out.

@@ -8,7 +8,7 @@
 import Crypto
 import Foundation
 internal import LiveStage
-import Logging
+public import Logging
 public import NIOCore
 public import RTMP
 import Synchronization
@@ -87,6 +87,13 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         self.context = context
         logger[metadataKey: "ingest.remote"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
         logger[metadataKey: "ingest.transport"] = "\(transport.rawValue)"
+    }
+
+    /// The context refers back to this handler: keeping it past removal would leak both,
+    /// once per connection (the session fuzzer found it).
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -256,4 +263,14 @@ final class ConnectionRegistry: Sendable {
     func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
     func remove(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = nil } }
     var all: [any Channel] { channels.withLock { Array($0.values) } }
+}
+
+/// One accepted connection's handler, for use in process: NIO's `EmbeddedChannel` in tests
+/// and the session fuzzer drive a whole publisher session through it without a socket.
+public enum RTMPConnection {
+    public static func makeHandler(transport: IngestTransport, admission: any IngestAdmission, policy: RTMPConnectionPolicy,
+                                   clock: any MediaClockReading, logger: Logger) -> any ChannelInboundHandler {
+        RTMPConnectionHandler(transport: transport, admission: admission, policy: policy, clock: clock,
+                              registry: ConnectionRegistry(), logger: logger)
+    }
 }

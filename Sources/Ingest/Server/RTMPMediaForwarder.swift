@@ -24,6 +24,11 @@ public struct RTMPMediaForwarder: Sendable {
     /// restart makes one; a publisher that keeps making them sends nonsense and is rejected.
     public private(set) var timestampDiscontinuities = 0
     public static let maxTimestampDiscontinuities = 10
+    /// A frame's presentation delay after its decode time (FLV CompositionTime, B-frames):
+    /// real encoders stay well under a second; the field allows ±2.3 hours. Beyond ±5 s it is
+    /// clamped (and counted), so no frame is presented at a time no composition reaches.
+    public static let maxCompositionOffsetMs: Int32 = 5_000
+    public private(set) var compositionOffsetsClamped = 0
 
     public init() {}
 
@@ -66,7 +71,10 @@ public struct RTMPMediaForwarder: Sendable {
                 framesBeforeSetup += 1
                 return .ignored
             }
-            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(compositionTimeMs) * 1000,
+            let limit = Self.maxCompositionOffsetMs
+            let offsetMs = min(max(compositionTimeMs, -limit), limit)
+            if offsetMs != compositionTimeMs { compositionOffsetsClamped &+= 1 }
+            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(offsetMs) * 1000,
                            isKeyframe: isKeyframe)
             return .forwarded
         case .audioConfig(let codec, let config):

@@ -31,14 +31,17 @@ public struct WebRTCIngestConfiguration: Sendable {
     public var advertisedHost: String?
     public var advertisedPort: Int?
     public var session: WebRTCSessionConfiguration
-    /// Sessions at once (prepared or running); beyond it `prepare` refuses.
+    /// Sessions at once, and per client address; beyond either `start` refuses
+    /// (`tooManySessions`) before any session state exists.
     public var maxSessions: Int
+    public var maxSessionsPerAddress: Int
     /// Answer simulcast offers with every layer (the largest is composed), else decline.
     public var acceptSimulcast: Bool
 
     public init(host: String = "127.0.0.1", port: Int = 0, advertisedHost: String? = nil, advertisedPort: Int? = nil,
                 session: WebRTCSessionConfiguration = WebRTCSessionConfiguration(), maxSessions: Int = 256,
-                acceptSimulcast: Bool = true) {
+                maxSessionsPerAddress: Int = 32, acceptSimulcast: Bool = true) {
+        self.maxSessionsPerAddress = maxSessionsPerAddress
         self.host = host
         self.port = port
         self.advertisedHost = advertisedHost
@@ -69,6 +72,9 @@ public struct WebRTCIngestError: Error, Sendable, Equatable, CustomStringConvert
 public protocol WebRTCIngestObserver: Sendable {
     func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64)
     func ended(participantId: String)
+    /// Each second: how late the socket's event loop ran its 10 ms tick at worst (µs), which
+    /// bounds how long any session's datagrams waited behind other work.
+    func loopLag(maxMicroseconds: Int64)
 }
 
 public final class WebRTCIngestServer: Service, Sendable {
@@ -103,6 +109,11 @@ public final class WebRTCIngestServer: Service, Sendable {
     public var port: Int? { state.withLock { $0.localPort } }
     /// Datagrams that belonged to no session (garbage, strays, expired sessions).
     public var unroutableDatagrams: Int64 { state.withLock { $0.table?.unroutable.load(ordering: .relaxed) ?? 0 } }
+    /// Sessions running, and sessions refused by the caps so far (for /metrics).
+    public var sessionCounts: (open: Int, refused: Int64) {
+        (counts.open.load(ordering: .relaxed), counts.refused.load(ordering: .relaxed))
+    }
+    private let counts = SessionCounts()
 
     public func waitUntilListening() async {
         await withCheckedContinuation { continuation in
@@ -116,7 +127,7 @@ public final class WebRTCIngestServer: Service, Sendable {
     public func run() async throws {
         defer { releaseWaiters() }
         let table = SessionTable(certificate: certificate, configuration: configuration.session, clock: clock,
-                                 observer: observer, logger: logger)
+                                 observer: observer, counts: counts, logger: logger)
         let channel: any Channel
         do {
             channel = try await DatagramBootstrap(group: group)
@@ -145,7 +156,8 @@ public final class WebRTCIngestServer: Service, Sendable {
         logger.notice("WebRTC (WHIP) media listening", metadata: ["address": "\(configuration.host):\(port)",
                                                                   "advertised": "\(advertisedAddress(port: port).map { "\($0)" } ?? "?")"])
         releaseWaiters()
-        let ticker = channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(10), delay: .milliseconds(10)) { _ in
+        let ticker = channel.eventLoop.scheduleRepeatedTask(initialDelay: .microseconds(SessionTable.tickInterval),
+                                                            delay: .microseconds(SessionTable.tickInterval)) { _ in
             table.tick()
         }
         try? await gracefulShutdown()
@@ -193,17 +205,28 @@ public final class WebRTCIngestServer: Service, Sendable {
 
     /// Starts receiving an admitted publisher's media; `publication.ended` is called when the
     /// session ends (consent expired, DTLS failure, `stop`, shutdown).
-    public func start(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String) async throws {
+    /// `clientAddress` is the HTTP peer's IP address, for the per-address cap.
+    public func start(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String,
+                      clientAddress: String) async throws {
         guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
             throw WebRTCIngestError(kind: .notListening, message: "WebRTC media transport is not listening")
         }
-        let maxSessions = configuration.maxSessions
-        try await channel.eventLoop.submit {
-            guard table.count < maxSessions else {
-                throw WebRTCIngestError(kind: .tooManySessions, message: "too many WebRTC sessions (\(maxSessions))")
-            }
-            try table.add(prepared, publication: publication, participantId: participantId)
-        }.get()
+        let (maxSessions, perAddress) = (configuration.maxSessions, configuration.maxSessionsPerAddress)
+        do {
+            try await channel.eventLoop.submit {
+                guard table.count < maxSessions else {
+                    throw WebRTCIngestError(kind: .tooManySessions, message: "too many WebRTC sessions (\(maxSessions))")
+                }
+                guard table.count(clientAddress: clientAddress) < perAddress else {
+                    throw WebRTCIngestError(kind: .tooManySessions,
+                                            message: "too many WebRTC sessions from \(clientAddress) (\(perAddress))")
+                }
+                try table.add(prepared, publication: publication, participantId: participantId, clientAddress: clientAddress)
+            }.get()
+        } catch let error as WebRTCIngestError where error.kind == .tooManySessions {
+            counts.refused.add(1, ordering: .relaxed)
+            throw error
+        }
     }
 
     /// Ends a session (WHIP DELETE, DisconnectParticipant). False when there is none.
@@ -234,6 +257,12 @@ public final class WebRTCIngestServer: Service, Sendable {
 
 // MARK: - Event-loop side
 
+/// Sessions running and refused, readable from any thread.
+final class SessionCounts: Sendable {
+    let open = Atomic<Int>(0)
+    let refused = Atomic<Int64>(0)
+}
+
 /// Every session, and the indexes to find one. Touched only on the socket's event loop.
 final class SessionTable: @unchecked Sendable {
     /// Timestamp jumps a WHIP publisher may make before it is disconnected (as over RTMP).
@@ -241,6 +270,8 @@ final class SessionTable: @unchecked Sendable {
     final class Entry {
         let id: String
         let participantId: String
+        /// The HTTP peer that POSTed the offer (the per-address cap counts these).
+        let clientAddress: String
         let session: WebRTCPublisherSession
         let publication: any IngestPublication
         var forwarder: WebRTCMediaForwarder
@@ -250,8 +281,10 @@ final class SessionTable: @unchecked Sendable {
         /// Bytes received per second over 5 s, held to the advertised maximum bitrate.
         var bitrate = BitrateWindow()
 
-        init(id: String, participantId: String, session: WebRTCPublisherSession, publication: any IngestPublication, now: Int64) {
+        init(id: String, participantId: String, clientAddress: String, session: WebRTCPublisherSession,
+             publication: any IngestPublication, now: Int64) {
             self.id = id
+            self.clientAddress = clientAddress
             self.participantId = participantId
             self.session = session
             self.publication = publication
@@ -265,14 +298,20 @@ final class SessionTable: @unchecked Sendable {
     private let configuration: WebRTCSessionConfiguration
     private let clock: any MediaClockReading
     private let observer: (any WebRTCIngestObserver)?
+    private let counts: SessionCounts
     let unroutable = Atomic<Int64>(0)
     private let logger: Logger
     private var byID: [String: Entry] = [:]
+    /// When the last tick ended, and the worst lateness of a tick in the current second.
+    private var lastTickEnd: Int64?
+    private var lag: (windowStart: Int64, max: Int64) = (0, 0)
+    static let tickInterval: Int64 = 10_000
     private var byUfrag: [String: Entry] = [:]
     private var byAddress: [TransportAddress: Entry] = [:]
 
     init(certificate: DTLSCertificate, configuration: WebRTCSessionConfiguration, clock: any MediaClockReading,
-         observer: (any WebRTCIngestObserver)?, logger: Logger) {
+         observer: (any WebRTCIngestObserver)?, counts: SessionCounts, logger: Logger) {
+        self.counts = counts
         self.certificate = certificate
         self.configuration = configuration
         self.clock = clock
@@ -282,7 +321,9 @@ final class SessionTable: @unchecked Sendable {
 
     var count: Int { byID.count }
 
-    func add(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String) throws {
+    func count(clientAddress: String) -> Int { byID.values.count { $0.clientAddress == clientAddress } }
+
+    func add(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String, clientAddress: String) throws {
         let now = clock.nowMicroseconds()
         let session: WebRTCPublisherSession
         do {
@@ -291,9 +332,11 @@ final class SessionTable: @unchecked Sendable {
         } catch {
             throw WebRTCIngestError(kind: .internalError, message: "DTLS setup failed: \(error.reason)")
         }
-        let entry = Entry(id: prepared.id, participantId: participantId, session: session, publication: publication, now: now)
+        let entry = Entry(id: prepared.id, participantId: participantId, clientAddress: clientAddress, session: session,
+                          publication: publication, now: now)
         entry.nextDeadline = session.nextDeadline
         byID[prepared.id] = entry
+        counts.open.store(byID.count, ordering: .relaxed)
         byUfrag[prepared.localCredentials.ufrag] = entry
     }
 
@@ -334,6 +377,12 @@ final class SessionTable: @unchecked Sendable {
 
     func tick() {
         let now = clock.nowMicroseconds()
+        defer { lastTickEnd = clock.nowMicroseconds() }
+        if let end = lastTickEnd { lag.max = max(lag.max, now &- end &- Self.tickInterval) }
+        if now &- lag.windowStart >= 1_000_000 {
+            observer?.loopLag(maxMicroseconds: lag.max)
+            lag = (now, 0)
+        }
         for entry in Array(byID.values) {
             if entry.forwarder.publisher.takeKeyframeRequest() {
                 entry.session.requestKeyframe()
@@ -400,6 +449,7 @@ final class SessionTable: @unchecked Sendable {
 
     private func remove(_ entry: Entry, reason: String) {
         guard byID.removeValue(forKey: entry.id) != nil else { return }
+        counts.open.store(byID.count, ordering: .relaxed)
         byUfrag = byUfrag.filter { $0.value !== entry }
         if let address = entry.address, byAddress[address] === entry { byAddress[address] = nil }
         let statistics = entry.session.statistics

@@ -52,13 +52,25 @@ public struct WebRTCSessionConfiguration: Sendable, Equatable {
     public var receiver: PublisherMediaReceiverConfiguration
     /// From creation to DTLS connected, µs.
     public var connectTimeout: Int64
+    /// SSRCs SRTP keeps state for (libsrtp makes a stream for every SSRC that authenticates):
+    /// the offer's audio, video layers and their RTX fit several times over. Packets of further
+    /// SSRCs are dropped before decryption, and counted.
+    public var maxSRTPStreams: Int
+    /// DTLS datagrams a session may make us process: a burst, then so many per second. A
+    /// handshake takes a handful; beyond the budget they are dropped and counted, so one
+    /// session's handshake flood costs the shared event loop a bounded amount of work.
+    public var dtlsBurst: Int
+    public var dtlsPerSecond: Int
 
     public init(ice: IceLiteAgent.Configuration = IceLiteAgent.Configuration(software: "stage-compositor"),
                 receiver: PublisherMediaReceiverConfiguration = PublisherMediaReceiverConfiguration(senderSSRC: 1),
-                connectTimeout: Int64 = 20_000_000) {
+                connectTimeout: Int64 = 20_000_000, maxSRTPStreams: Int = 16, dtlsBurst: Int = 24, dtlsPerSecond: Int = 8) {
         self.ice = ice
         self.receiver = receiver
         self.connectTimeout = connectTimeout
+        self.maxSRTPStreams = maxSRTPStreams
+        self.dtlsBurst = dtlsBurst
+        self.dtlsPerSecond = dtlsPerSecond
     }
 }
 
@@ -69,6 +81,10 @@ public struct WebRTCSessionStatistics: Sendable, Equatable {
     /// RTP/RTCP before SRTP was keyed, STUN that failed its check, and other strays.
     public var droppedDatagrams: Int64
     public var stunRefused: Int64
+    /// Packets of SSRCs beyond `maxSRTPStreams`, dropped before decryption.
+    public var srtpStreamsRefused: Int64
+    /// DTLS datagrams beyond the session's budget, dropped unprocessed.
+    public var dtlsDatagramsDropped: Int64
 }
 
 /// Not thread-safe: the owner serializes every call (the shell uses its event loop).
@@ -86,6 +102,10 @@ public final class WebRTCPublisherSession {
     private var ended = false
     private var droppedDatagrams: Int64 = 0
     private var stunRefused: Int64 = 0
+    private var srtpSSRCs: Set<UInt32> = []
+    private var srtpStreamsRefused: Int64 = 0
+    private var dtlsBudget: TokenBucket
+    private var dtlsDatagramsDropped: Int64 = 0
 
     /// `certificate` is the one whose fingerprint the answer carries.
     public init(negotiation: SDPNegotiation, localCredentials: IceCredentials, certificate: DTLSCertificate,
@@ -100,6 +120,7 @@ public final class WebRTCPublisherSession {
                                                     bytes: negotiation.remoteFingerprint.bytes))
         receiver = PublisherMediaReceiver(negotiation: negotiation, configuration: configuration.receiver)
         createdAt = now
+        dtlsBudget = TokenBucket(burst: configuration.dtlsBurst, perSecond: configuration.dtlsPerSecond, now: now)
     }
 
     /// HMAC-SHA1 for STUN MESSAGE-INTEGRITY.
@@ -117,7 +138,8 @@ public final class WebRTCPublisherSession {
 
     public var statistics: WebRTCSessionStatistics {
         WebRTCSessionStatistics(receiver: receiver.statistics, srtp: srtpIn?.statistics ?? SRTPStatistics(),
-                                droppedDatagrams: droppedDatagrams, stunRefused: stunRefused)
+                                droppedDatagrams: droppedDatagrams, stunRefused: stunRefused,
+                                srtpStreamsRefused: srtpStreamsRefused, dtlsDatagramsDropped: dtlsDatagramsDropped)
     }
 
     /// The next time `poll` has something to do.
@@ -140,6 +162,10 @@ public final class WebRTCPublisherSession {
         case .dtls:
             guard ice.selectedAddress == source else {
                 droppedDatagrams += 1
+                return []
+            }
+            guard dtlsBudget.take(now: now) else {
+                dtlsDatagramsDropped += 1
                 return []
             }
             let flights = dtls.receive(datagram, now: Self.instant(now))
@@ -229,12 +255,27 @@ public final class WebRTCPublisherSession {
         }
         var packet = datagram
         var outputs: [WebRTCSessionOutput] = []
-        if DatagramKind.isRTCP(datagram) {
+        let isRTCP = DatagramKind.isRTCP(datagram)
+        // The SSRC is in the clear (RTP: bytes 8-11; SRTCP: the sender's, bytes 4-7).
+        let offset = isRTCP ? 4 : 8
+        guard datagram.count >= offset + 4 else {
+            droppedDatagrams += 1
+            return []
+        }
+        let ssrc = datagram[offset..<(offset + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let known = srtpSSRCs.contains(ssrc)
+        guard known || srtpSSRCs.count < configuration.maxSRTPStreams else {
+            srtpStreamsRefused += 1
+            return []
+        }
+        if isRTCP {
             guard srtpIn.unprotectRTCP(&packet) else { return [] }
+            if !known { srtpSSRCs.insert(ssrc) }
             outputs += iceActions(ice.mediaReceived(from: source, now: now), now: now)
             receiver.receiveRTCP(packet, now: now)
         } else {
             guard srtpIn.unprotectRTP(&packet) else { return [] }
+            if !known { srtpSSRCs.insert(ssrc) }
             outputs += iceActions(ice.mediaReceived(from: source, now: now), now: now)
             outputs += receiverOutputs(receiver.receiveRTP(packet, now: now))
         }
@@ -274,5 +315,31 @@ public final class WebRTCPublisherSession {
     static func microseconds(_ instant: ContinuousClock.Instant) -> Int64 {
         let duration = origin.duration(to: instant)
         return duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+    }
+}
+
+/// A token bucket on the session clock (µs): `burst` at once, refilled at `perSecond`.
+struct TokenBucket {
+    private let burst: Int64
+    private let perSecond: Int64
+    /// Tokens × 1,000,000, so refills need no division.
+    private var scaled: Int64
+    private var last: Int64
+
+    init(burst: Int, perSecond: Int, now: Int64) {
+        self.burst = Int64(max(1, burst))
+        self.perSecond = Int64(max(0, perSecond))
+        scaled = self.burst * 1_000_000
+        last = now
+    }
+
+    /// Takes one token if there is one.
+    mutating func take(now: Int64) -> Bool {
+        let elapsed = max(0, min(now &- last, 3_600_000_000))
+        last = max(last, now)
+        scaled = min(burst * 1_000_000, scaled + elapsed * perSecond)
+        guard scaled >= 1_000_000 else { return false }
+        scaled -= 1_000_000
+        return true
     }
 }

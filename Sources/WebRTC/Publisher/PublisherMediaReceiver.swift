@@ -121,8 +121,8 @@ public struct PublisherMediaReceiver: Sendable {
     }
 
     /// Streams (SSRCs) with receive state, and RTX SSRCs paired with one (for tests and metrics).
-    var streamCount: Int { tracks.count }
-    var rtxAssociationCount: Int { rtx.associations.ssrcs.count }
+    public var streamCount: Int { tracks.count }
+    public var rtxAssociationCount: Int { rtx.associations.ssrcs.count }
 
     /// A stream silent this long (µs) may give its place to a new SSRC of its kind (a sender
     /// that restarted a track with a new SSRC and declared none).

@@ -4,16 +4,16 @@
 // CRLF form clients actually send.
 
 /// The same text with CRLF line endings, ending in CRLF as SDP does.
-func crlf(_ text: String) -> String {
+public func crlf(_ text: String) -> String {
     text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         .map { String(Substring($0)) }.joined(separator: "\r\n") + "\r\n"
 }
 
-enum Offers {
+public enum Offers {
     /// Chrome 120+ publishing through WHIP: audio then video, sendonly, BUNDLE, rtcp-rsize on video,
     /// extmap-allow-mixed, transport-cc everywhere, VP8/H.264 (four profiles, both modes)/AV1/VP9
     /// each with RTX, RED/ULPFEC, Opus with RED, one FID group, mDNS + srflx candidates in the first section.
-    static let chrome = crlf("""
+    public static let chrome = crlf("""
         v=0
         o=- 5228595038118931041 2 IN IP4 127.0.0.1
         s=-
@@ -188,7 +188,7 @@ enum Offers {
     /// Firefox 120+: fingerprint at session level, ufrag/pwd in hex at media level, attributes
     /// in Firefox's sorted order, a directional extmap (`/recvonly`), capitalised UDP candidates,
     /// FID group after the ssrc lines, H.264 only as 42e01f.
-    static let firefox = crlf("""
+    public static let firefox = crlf("""
         v=0
         o=mozilla...THIS_IS_SDPARTA-120.0 8012374692710327839 0 IN IP4 0.0.0.0
         s=-
@@ -293,7 +293,7 @@ enum Offers {
     /// OBS Studio 30 WHIP output (libdatachannel): session-level setup, ufrag, pwd and fingerprint,
     /// a=group:LS, ice-options before the fingerprint, one codec per section, no RTX, candidates
     /// (upper-case UDP, an IPv6 link-local one) and end-of-candidates in the first section only.
-    static let obs = crlf("""
+    public static let obs = crlf("""
         v=0
         o=rtc 2819745103 0 IN IP4 127.0.0.1
         s=-
@@ -339,7 +339,7 @@ enum Offers {
     /// captured on the build machine: video first, audio `bundle-only` with port 0, candidates
     /// inline without end-of-candidates, rtcp-mux-only, OPUS in capitals, sprop-parameter-sets,
     /// a non-preferred H.264 profile (42c015), nack pli without nack.
-    static let gstreamer = crlf("""
+    public static let gstreamer = crlf("""
         v=0
         o=- 3310222336218319803 0 IN IP4 0.0.0.0
         s=-
@@ -396,7 +396,7 @@ enum Offers {
     /// aiortc 1.16.0 `createOffer()` after `addTransceiver(..., direction="sendonly")` for an
     /// audio and a video track, as captured on the build machine: candidates and three
     /// fingerprints (sha-256/384/512) per section, VP8 before H.264 42001f and 42e01f.
-    static let aiortc = crlf("""
+    public static let aiortc = crlf("""
         v=0
         o=- 4004356660 4004356660 IN IP4 0.0.0.0
         s=-
@@ -471,7 +471,7 @@ enum Offers {
 
     /// Chrome publishing simulcast (sendEncodings with rids f, h, q): rid header extensions,
     /// a=rid and a=simulcast, no a=ssrc lines.
-    static let simulcast = crlf("""
+    public static let simulcast = crlf("""
         v=0
         o=- 3391820517004617152 2 IN IP4 127.0.0.1
         s=-

@@ -1,13 +1,6 @@
-// libFuzzer entry point for the RTMP core: every input goes through a whole server session
-// (accepting its publish, parsing its media as the NIO shell would) and through each parser
-// on its own. Traps, and memory beyond the configured limits, are findings.
-//
-// Build and run (from this package's directory):
-//   swift build -c release --product RTMPFuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
-//   mkdir -p /tmp/rtmp-fuzz && .build/release/RTMPFuzz /tmp/rtmp-fuzz Tests/RTMPTests/Corpus \
-//       -max_len=65536 -max_total_time=60
-// Without -DFUZZING the same file builds a plain executable that replays input files:
-//   swift run RTMPFuzz crash-<hash>
+// The RTMP core on its own: every input goes through a whole server session (accepting its
+// publish, parsing its media as the NIO shell would) and through each parser on its own.
+// Traps, and memory beyond the configured limits, are findings.
 
 import MediaCore
 import RTMP
@@ -35,12 +28,16 @@ private let zeroRandom: RTMPRandomFill = { buffer in
     for index in buffer.indices { buffer[index] = UInt8(truncatingIfNeeded: index) }
 }
 
-func fuzzOne(_ input: [UInt8]) {
-    runSession(input)
-    runParsers(input)
+enum RTMPParsersTarget {
+    static func run(_ input: [UInt8]) -> FuzzReach {
+        let media = runSession(input)
+        runParsers(input)
+        return FuzzReach(mediaPackets: media)
+    }
 }
 
-private func runSession(_ input: [UInt8]) {
+private func runSession(_ input: [UInt8]) -> Int {
+    var media = 0
     var session = RTMPServerSession(limits: limits, hmacSHA256: fastHMAC, random: zeroRandom)
     // Split sizes vary with the input so that reads end in different places.
     let pieceSize = 1 + (input.count &* 2_654_435_761) % 1500
@@ -54,11 +51,13 @@ private func runSession(_ input: [UInt8]) {
                 ? session.rejectPublish(code: "NetStream.Publish.BadName", description: "rejected")
                 : session.acceptPublish()
         }
-        for case .media(let media) in actions {
-            parseMedia(media)
+        for case .media(let message) in actions {
+            parseMedia(message)
+            media += 1
         }
-        precondition(session.bufferedByteCount <= memoryBound, "session holds \(session.bufferedByteCount) bytes")
+        FuzzBound(session.bufferedByteCount <= memoryBound, "session holds \(session.bufferedByteCount) bytes")
     }
+    return media
 }
 
 private func parseMedia(_ media: RTMPMediaMessage) {
@@ -85,47 +84,6 @@ private func runParsers(_ input: [UInt8]) {
     decoder.append(input.count > 3073 ? Array(input[3073...]) : input)
     while let message = try? decoder.nextMessage() {
         _ = message
-        precondition(decoder.bufferedByteCount <= 65_536 + 22 + input.count)
+        FuzzBound(decoder.bufferedByteCount <= 65_536 + 22 + input.count, "decoder holds \(decoder.bufferedByteCount) bytes")
     }
 }
-
-#if FUZZING
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data, size > 0 else { return 0 }
-    fuzzOne(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
-/// libFuzzer's driver, for the entry point below.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>,
-                     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
-
-/// SwiftPM links every executable with `main` aliased to `<target>_main`; providing it here
-/// (instead of libFuzzer's own `main`) hands control to libFuzzer's driver.
-@_cdecl("RTMPFuzz_main")
-public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments, fuzzerTestOneInput)
-}
-#else
-import Foundation
-
-/// Replays the files named on the command line (crash reproducers, corpus files).
-@main
-enum ReplayInputs {
-    static func main() {
-        for path in CommandLine.arguments.dropFirst() {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                continue
-            }
-            fuzzOne([UInt8](data))
-            print("\(path): \(data.count) bytes, no finding")
-        }
-    }
-}
-#endif

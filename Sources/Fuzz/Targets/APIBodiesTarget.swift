@@ -1,0 +1,84 @@
+// The control API's request bodies, as a caller on the network sends them: the first byte
+// picks the operation, the second how many participants a composition's layout is planned
+// for, the rest is the body. Every body is decoded and validated as the control plane does;
+// a list request's token is paginated over, an encoder configuration gets its defaults, and
+// a composition's layout is planned on its canvas. The answer is a ValidationException or
+// a value, never a trap; a planned layout stays on its canvas.
+
+import APIModels
+import Foundation
+import Layout
+
+enum APIBodiesTarget {
+    static func run(_ input: [UInt8]) -> FuzzReach {
+        var reader = FuzzReader(input)
+        let selector = Int(reader.byte())
+        let participants = Int(reader.byte() % 16)
+        let body = Data(reader.rest())
+        let shapes = APIOperation.jsonBodyRequests
+        switch selector % (shapes.count + 3) {
+        case shapes.count:
+            guard let tags = try? APIJSON.decode(TagResourceRequest.Body.self, from: body) else { return FuzzReach() }
+            return accepted(try? TagResourceRequest(resourceArn: arn, body: tags).validate())
+        case shapes.count + 1:
+            return accepted(try? UntagResourceRequest(resourceArn: arn, query: String(decoding: body, as: UTF8.self)).validate())
+        case shapes.count + 2:
+            let text = String(decoding: body, as: UTF8.self)
+            if let parsed = IVSARN(parsing: text) { _ = IVSARN(parsing: parsed.description, expecting: parsed.resourceType) }
+            return accepted(try? ListTagsForResourceRequest(resourceArn: text).validate())
+        case let index:
+            return check(shapes[index], body: body, participants: participants)
+        }
+    }
+
+    static let arn = "arn:aws:ivs:us-east-1:123456789012:stage/AbCdEfGhIjKl"
+
+    private static func accepted(_ result: Void?) -> FuzzReach { FuzzReach(accepted: result == nil ? 0 : 1) }
+
+    private static func check<Request: Decodable & APIRequest>(_ type: Request.Type, body: Data, participants: Int) -> FuzzReach {
+        guard let request = try? APIJSON.decodeRequest(type, from: body) else { return FuzzReach() }
+        if let page = try? APIJSON.decode(PageRequest.self, from: body), page.nextToken != nil || page.maxResults != nil {
+            let keys = (0..<participants).map { "key\($0)" }
+            _ = try? Pagination.page(keys, key: { $0 }, nextToken: page.nextToken, maxResults: page.maxResults,
+                                     defaultMaxResults: Pagination.defaultMaxResults(for: Request.operation))
+        }
+        switch request {
+        case let create as CreateEncoderConfigurationRequest:
+            guard let arn = IVSARN(parsing: "arn:aws:ivs:us-east-1:123456789012:encoder-configuration/AbCdEfGhIjKl") else {
+                return FuzzReach()
+            }
+            let video = create.makeEncoderConfiguration(arn: arn).video
+            if let width = video?.width, let height = video?.height {
+                plan(LayoutConfiguration(), canvas: PixelSize(width: width, height: height), participants: participants)
+            }
+        case let start as StartCompositionRequest:
+            plan(start.layout ?? LayoutConfiguration(), canvas: PixelSize(width: 1280, height: 720), participants: participants)
+        default:
+            break
+        }
+        return FuzzReach(accepted: 1)
+    }
+
+    /// Tiles for `participants` publishers (every third one featured, every fourth with its
+    /// camera off): each on the canvas, none empty.
+    private static func plan(_ layout: LayoutConfiguration, canvas: PixelSize, participants: Int) {
+        let featured = layout.grid?.featuredParticipantAttribute ?? layout.pip?.featuredParticipantAttribute
+        let people = (0..<participants).map { index in
+            LayoutParticipant(participantId: "p\(index)",
+                              attributes: featured.map { index % 3 == 0 ? [$0: "true"] : [:] } ?? [:],
+                              arrivalIndex: index,
+                              video: index % 4 == 3 ? .stopped : .publishing(PixelSize(width: 640 + index * 160, height: 360 + index * 90)))
+        }
+        let whole = Rect(x: 0, y: 0, width: canvas.width, height: canvas.height)
+        for tile in layout.makeEngine().tiles(canvas: canvas, participants: people) {
+            FuzzBound(tile.rect.width > 0 && tile.rect.height > 0 && whole.contains(tile.rect),
+                      "tile \(tile) off the \(canvas.width)x\(canvas.height) canvas for \(layout)")
+        }
+    }
+
+    /// The pagination members every List request has.
+    private struct PageRequest: Decodable {
+        var nextToken: String?
+        var maxResults: Int?
+    }
+}
