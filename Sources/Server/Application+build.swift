@@ -69,7 +69,8 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
     let ingest = configuration.ingest
     let hub = LiveStageHub(clock: dependencies.liveClock, settings: LiveMediaSettings(
-        latency: Int64(ingest.latencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000)))
+        latency: Int64(ingest.latencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000),
+        keyframeCacheBytes: ingest.keyframeCacheBytes, keyframeCachePackets: ingest.keyframeCachePackets))
     let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics, hub: hub)
     let events: any EventSink
     var eventServices: [any Service] = []
@@ -193,7 +194,9 @@ func makeIngestServer(configuration: ServerConfiguration, admission: any IngestA
     return RTMPIngestServer(
         listeners: listeners, admission: admission,
         policy: RTMPConnectionPolicy(publishDeadline: .milliseconds(Int64(ingest.handshakeTimeoutSeconds * 1000)),
-                                     maxBitrate: Int64(ingest.maxBitrate)),
+                                     maxBitrate: Int64(ingest.maxBitrate),
+                                     messageRate: MessageRateLimit(sustainedPerSecond: Int64(ingest.maxMessagesPerSecond),
+                                                                   burstPerSecond: Int64(ingest.maxMessagesPerSecondBurst))),
         idleTimeout: .milliseconds(Int64(ingest.idleTimeoutSeconds * 1000)), clock: HubClockReading(clock: hub.clock),
         connectionLimits: ConnectionLimits(total: ingest.maxConnections, perAddress: ingest.maxConnectionsPerAddress),
         logger: ingestLogger)
@@ -208,7 +211,8 @@ func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHu
     let session = WebRTCSessionConfiguration(
         ice: IceLiteAgent.Configuration(consentTimeout: Int64(whip.consentTimeoutSeconds * 1_000_000), software: "stage-compositor"),
         receiver: PublisherMediaReceiverConfiguration(senderSSRC: UInt32.random(in: 1...UInt32.max),
-                                                      maxBitrate: UInt64(configuration.ingest.maxBitrate)))
+                                                      maxBitrate: UInt64(configuration.ingest.maxBitrate)),
+        maxSRTPStreams: whip.maxStreamsPerSession, dtlsBurst: whip.dtlsDatagramBurst, dtlsPerSecond: whip.dtlsDatagramsPerSecond)
     return WebRTCIngestServer(
         configuration: WebRTCIngestConfiguration(host: whip.host, port: whip.port, advertisedHost: whip.advertisedHost,
                                                  advertisedPort: whip.advertisedPort, session: session,

@@ -236,10 +236,19 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             /// offer); beyond either, a POST gets 429 and nothing is allocated.
             public var maxSessions: Int
             public var maxSessionsPerAddress: Int
+            /// SSRCs one session may have SRTP state for; packets of more are dropped undecrypted.
+            public var maxStreamsPerSession: Int
+            /// DTLS datagrams one session may make us process: a burst, then so many per second.
+            public var dtlsDatagramBurst: Int
+            public var dtlsDatagramsPerSecond: Int
 
             public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 1937, advertisedHost: String? = nil,
                         advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil,
-                        acceptSimulcast: Bool = true, maxSessions: Int = 256, maxSessionsPerAddress: Int = 32) {
+                        acceptSimulcast: Bool = true, maxSessions: Int = 256, maxSessionsPerAddress: Int = 32,
+                        maxStreamsPerSession: Int = 16, dtlsDatagramBurst: Int = 24, dtlsDatagramsPerSecond: Int = 8) {
+                self.maxStreamsPerSession = maxStreamsPerSession
+                self.dtlsDatagramBurst = dtlsDatagramBurst
+                self.dtlsDatagramsPerSecond = dtlsDatagramsPerSecond
                 self.maxSessions = maxSessions
                 self.maxSessionsPerAddress = maxSessionsPerAddress
                 self.enabled = enabled
@@ -265,6 +274,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 acceptSimulcast = try c.decodeIfPresent(Bool.self, forKey: .acceptSimulcast) ?? d.acceptSimulcast
                 maxSessions = try c.decodeIfPresent(Int.self, forKey: .maxSessions) ?? d.maxSessions
                 maxSessionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxSessionsPerAddress) ?? d.maxSessionsPerAddress
+                maxStreamsPerSession = try c.decodeIfPresent(Int.self, forKey: .maxStreamsPerSession) ?? d.maxStreamsPerSession
+                dtlsDatagramBurst = try c.decodeIfPresent(Int.self, forKey: .dtlsDatagramBurst) ?? d.dtlsDatagramBurst
+                dtlsDatagramsPerSecond = try c.decodeIfPresent(Int.self, forKey: .dtlsDatagramsPerSecond) ?? d.dtlsDatagramsPerSecond
             }
         }
 
@@ -293,12 +305,25 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// Open RTMP and RTMPS connections at once, in all and from one address.
         public var maxConnections: Int
         public var maxConnectionsPerAddress: Int
+        /// RTMP messages a publisher may send: at most this many in any one second, and this
+        /// many per second averaged over 5 s (zero-length messages cost the sender too).
+        public var maxMessagesPerSecondBurst: Int
+        public var maxMessagesPerSecond: Int
+        /// The packets since the last keyframe each publisher keeps for compositions that
+        /// join mid-stream, bounded in bytes and in packets.
+        public var keyframeCacheBytes: Int
+        public var keyframeCachePackets: Int
 
         public init(rtmp: Listener = Listener(port: 1935), rtmps: Listener = Listener(port: 1936), whip: WHIP = WHIP(),
                     certificateFile: String? = nil, privateKeyFile: String? = nil, publicHost: String? = nil,
                     latencyMs: Int = 200, videoStoppedAfterSeconds: Double = 3, maxBitrate: Int = 8_500_000,
                     handshakeTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 10, maxConnections: Int = 1_000,
-                    maxConnectionsPerAddress: Int = 50) {
+                    maxConnectionsPerAddress: Int = 50, maxMessagesPerSecondBurst: Int = 5_000, maxMessagesPerSecond: Int = 1_000,
+                    keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
+            self.maxMessagesPerSecondBurst = maxMessagesPerSecondBurst
+            self.maxMessagesPerSecond = maxMessagesPerSecond
+            self.keyframeCacheBytes = keyframeCacheBytes
+            self.keyframeCachePackets = keyframeCachePackets
             self.maxConnections = maxConnections
             self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.rtmp = rtmp
@@ -330,6 +355,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
             maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
             maxConnectionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxConnectionsPerAddress) ?? d.maxConnectionsPerAddress
+            maxMessagesPerSecondBurst = try c.decodeIfPresent(Int.self, forKey: .maxMessagesPerSecondBurst) ?? d.maxMessagesPerSecondBurst
+            maxMessagesPerSecond = try c.decodeIfPresent(Int.self, forKey: .maxMessagesPerSecond) ?? d.maxMessagesPerSecond
+            keyframeCacheBytes = try c.decodeIfPresent(Int.self, forKey: .keyframeCacheBytes) ?? d.keyframeCacheBytes
+            keyframeCachePackets = try c.decodeIfPresent(Int.self, forKey: .keyframeCachePackets) ?? d.keyframeCachePackets
         }
 
         /// `rtmp://host:port/app/`, as IVS's `endpoints.rtmp`; nil when disabled.

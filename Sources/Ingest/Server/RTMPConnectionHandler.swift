@@ -20,13 +20,16 @@ public struct RTMPConnectionPolicy: Sendable {
     public var publishDeadline: TimeAmount
     /// Bits per second averaged over 5 s above which a publisher is disconnected.
     public var maxBitrate: Int64
+    /// Messages per second (in any one second, and averaged over 5 s) above which it is.
+    public var messageRate: MessageRateLimit
 
     /// An ingest server takes messages up to 8 MiB: a 1080p keyframe at the maximum bitrate
     /// is well under that.
     public static let defaultLimits = RTMPSessionLimits(chunk: RTMPChunkLimits(maxMessageLength: 8 << 20))
 
     public init(limits: RTMPSessionLimits = RTMPConnectionPolicy.defaultLimits, publishDeadline: TimeAmount = .seconds(10),
-                maxBitrate: Int64 = 8_500_000) {
+                maxBitrate: Int64 = 8_500_000, messageRate: MessageRateLimit = MessageRateLimit()) {
+        self.messageRate = messageRate
         self.limits = limits
         self.publishDeadline = publishDeadline
         self.maxBitrate = maxBitrate
@@ -49,7 +52,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
     private var phase = Phase.negotiating
     private var forwarder = RTMPMediaForwarder()
     private var bitrate = BitrateWindow()
-    private var messageRate = MessageRateLimit()
+    private var messageRate: MessageRateLimit
     private var messagesCounted: Int64 = 0
     private let transport: IngestTransport
     private let admission: any IngestAdmission
@@ -65,6 +68,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         self.transport = transport
         self.admission = admission
         self.policy = policy
+        messageRate = policy.messageRate
         self.clock = clock
         self.registry = registry
         self.logger = logger
