@@ -233,7 +233,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "TestSupport", .product(name: "Logging", package: "swift-log")],
                     exclude: ["Corpus"]),
-        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport"]),
+        .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
         .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),
         .testTarget(name: "WebRTCPublisherTests", dependencies: ["WebRTCPublisher", "WebRTCMedia", "WebRTCSignal", "TestSupport"]),

@@ -1,32 +1,18 @@
 // Seeded mutation fuzzing of the whole server session with the corpus: it must never trap,
 // and what it holds must stay within the configured limits. Deterministic: a failure
 // names the shard and iteration, whose input the shard's seed rebuilds.
+@testable import FuzzTargets
 @testable import RTMP
 import TestSupport
 import Testing
 
 struct FuzzTests {
-    /// Small limits, so the bounds are actually reached.
-    static let limits = RTMPSessionLimits(
-        chunk: RTMPChunkLimits(maxChunkSize: 8192, maxMessageLength: 32_768, maxAssemblingChunkStreams: 8,
-                               maxKnownChunkStreams: 16, maxBufferedPayloadBytes: 65_536),
-        amf: AMF0Limits(maxNestingDepth: 8, maxValueCount: 256, maxStringBytes: 4096, maxContainerElements: 64),
-        maxPendingMediaBytes: 16_384, maxMessageStreams: 4)
-
-    /// Handshake buffer + partial payloads + one chunk header (with its extended field
-    /// and the peek of a format 3 continuation) + held media.
-    static let memoryBound = 1537 + 65_536 + 22 + 16_384
-
-    /// A cheap keyed hash standing in for HMAC-SHA256: the fuzz is about parsing, and the
-    /// real digest would make 20 000 debug-mode handshakes take minutes.
-    static let fastHMAC: RTMPHMACSHA256 = { key, data in
-        var state: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key { state = (state ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        for byte in data { state = (state ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        var digest = [UInt8](repeating: 0, count: 32)
-        seededRandomFill(state)(&digest)
-        return digest
-    }
+    /// The rtmp-parsers fuzz target's small limits (so the bounds are actually reached), its
+    /// memory bound, and its cheap keyed hash standing in for HMAC-SHA256 (the fuzz is about
+    /// parsing, and the real digest would make 20 000 debug-mode handshakes take minutes).
+    static let limits = FuzzTargets.limits
+    static let memoryBound = FuzzTargets.memoryBound
+    static let fastHMAC = FuzzTargets.fastHMAC
 
     /// 4 × 5 000 iterations; the shards run in parallel.
     @Test("20 000 seeded mutations of the corpus: no trap, bounded memory, sane actions", arguments: 0..<4)

@@ -537,3 +537,43 @@ public enum Offers {
         a=simulcast:send f;h;q
         """)
 }
+
+extension Offers {
+    /// The smallest offer a WHIP publisher sends: Opus (PT 111, SSRC 1111) and H.264 (PT 102,
+    /// SSRC 2222; with `rtx`, RTX PT 103 on SSRC 3333 in a FID group), BUNDLE, rtcp-mux.
+    public static func h264Opus(ufrag: String = "abcd", pwd: String = "0123456789abcdef01234567",
+                                fingerprint: String = "AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99",
+                                setup: String = "actpass", rtx: Bool = true, cname: String = "sender") -> String {
+        let videoPayloads = rtx ? "102 103" : "102"
+        let rtxLines = rtx ? "a=rtpmap:103 rtx/90000\r\na=fmtp:103 apt=102\r\na=ssrc-group:FID 2222 3333\r\n" : ""
+        let rtxSource = rtx ? "a=ssrc:3333 cname:\(cname)\r\n" : ""
+        return """
+        v=0\r
+        o=- 1 2 IN IP4 127.0.0.1\r
+        s=-\r
+        t=0 0\r
+        a=group:BUNDLE 0 1\r
+        a=ice-ufrag:\(ufrag)\r
+        a=ice-pwd:\(pwd)\r
+        a=fingerprint:sha-256 \(fingerprint)\r
+        a=setup:\(setup)\r
+        m=audio 9 UDP/TLS/RTP/SAVPF 111\r
+        c=IN IP4 0.0.0.0\r
+        a=mid:0\r
+        a=sendonly\r
+        a=rtcp-mux\r
+        a=rtpmap:111 opus/48000/2\r
+        a=ssrc:1111 cname:\(cname)\r
+        m=video 9 UDP/TLS/RTP/SAVPF \(videoPayloads)\r
+        c=IN IP4 0.0.0.0\r
+        a=mid:1\r
+        a=sendonly\r
+        a=rtcp-mux\r
+        a=rtpmap:102 H264/90000\r
+        a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r
+        a=rtcp-fb:102 nack\r
+        a=rtcp-fb:102 nack pli\r
+
+        """ + rtxLines + "a=ssrc:2222 cname:\(cname)\r\n" + rtxSource
+    }
+}

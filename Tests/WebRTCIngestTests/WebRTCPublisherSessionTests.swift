@@ -3,6 +3,7 @@
 // in virtual time. Covers the connectivity check, the handshake in both directions, SRTP
 // with each profile, media out as access units, RTCP feedback back (protected), consent
 // expiry, wrong ICE passwords, a fingerprint mismatch, and garbage.
+import TestSupport
 import Testing
 import WebRTCIngest
 import WebRTCMedia
@@ -18,35 +19,8 @@ struct SimulatedBrowser {
     static func make() throws -> SimulatedBrowser { SimulatedBrowser(certificate: try DTLSCertificate.generate()) }
 
     func offer(setup: String = "actpass", fingerprint: String? = nil) -> String {
-        """
-        v=0\r
-        o=- 1 2 IN IP4 127.0.0.1\r
-        s=-\r
-        t=0 0\r
-        a=group:BUNDLE 0 1\r
-        a=ice-ufrag:\(credentials.ufrag)\r
-        a=ice-pwd:\(credentials.pwd)\r
-        a=fingerprint:sha-256 \(fingerprint ?? certificate.fingerprintSHA256Text)\r
-        a=setup:\(setup)\r
-        m=audio 9 UDP/TLS/RTP/SAVPF 111\r
-        c=IN IP4 0.0.0.0\r
-        a=mid:0\r
-        a=sendonly\r
-        a=rtcp-mux\r
-        a=rtpmap:111 opus/48000/2\r
-        a=ssrc:1111 cname:browser\r
-        m=video 9 UDP/TLS/RTP/SAVPF 102\r
-        c=IN IP4 0.0.0.0\r
-        a=mid:1\r
-        a=sendonly\r
-        a=rtcp-mux\r
-        a=rtpmap:102 H264/90000\r
-        a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r
-        a=rtcp-fb:102 nack\r
-        a=rtcp-fb:102 nack pli\r
-        a=ssrc:2222 cname:browser\r
-
-        """
+        Offers.h264Opus(ufrag: credentials.ufrag, pwd: credentials.pwd, fingerprint: fingerprint ?? certificate.fingerprintSHA256Text,
+                        setup: setup, rtx: false, cname: "browser")
     }
 
     func check(to local: IceCredentials, password: String? = nil, nominate: Bool = true) -> [UInt8] {

@@ -139,39 +139,7 @@ struct SenderMedia: Sendable {
 }
 
 /// A WHIP offer that negotiates H.264 (PT 102, RTX 103) and Opus (PT 111) with known SSRCs.
-let offer = """
-v=0\r
-o=- 1 2 IN IP4 127.0.0.1\r
-s=-\r
-t=0 0\r
-a=group:BUNDLE 0 1\r
-a=ice-ufrag:abcd\r
-a=ice-pwd:0123456789abcdef01234567\r
-a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99\r
-a=setup:actpass\r
-m=audio 9 UDP/TLS/RTP/SAVPF 111\r
-c=IN IP4 0.0.0.0\r
-a=mid:0\r
-a=sendonly\r
-a=rtcp-mux\r
-a=rtpmap:111 opus/48000/2\r
-a=ssrc:1111 cname:sender\r
-m=video 9 UDP/TLS/RTP/SAVPF 102 103\r
-c=IN IP4 0.0.0.0\r
-a=mid:1\r
-a=sendonly\r
-a=rtcp-mux\r
-a=rtpmap:102 H264/90000\r
-a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r
-a=rtcp-fb:102 nack\r
-a=rtcp-fb:102 nack pli\r
-a=rtpmap:103 rtx/90000\r
-a=fmtp:103 apt=102\r
-a=ssrc-group:FID 2222 3333\r
-a=ssrc:2222 cname:sender\r
-a=ssrc:3333 cname:sender\r
-
-"""
+let offer = Offers.h264Opus()
 
 /// `offer` with abs-capture-time (id 9) on the audio section.
 let offerWithCaptureTimes = offer.replacingOccurrences(

@@ -10,13 +10,10 @@ Same options, output and exit codes as whip_aiortc.py; its JSON line also has
 "flood_ssrcs" (distinct SSRCs sent), "flood_dtls" (DTLS datagrams replayed) and
 "hostile_started_s".
 """
-import contextlib
-import io
-import json
 import sys
 import time
 
-import whip_aiortc
+from hostile_common import run, take
 
 FLOOD = {"after": 2.0, "ssrcs": 0, "dtls": 0, "sent_ssrcs": 0, "sent_dtls": 0, "started": None, "t0": None,
          "hello": None, "next_ssrc": 0x10000000}
@@ -68,33 +65,12 @@ def install():
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-
-    def take(flag, default):
-        if flag in argv:
-            index = argv.index(flag)
-            value = argv[index + 1]
-            del argv[index:index + 2]
-            return value
-        return default
-
-    FLOOD["after"] = float(take("--hostile-after", "2"))
-    FLOOD["ssrcs"] = int(take("--ssrcs-per-packet", "0"))
-    FLOOD["dtls"] = int(take("--dtls-per-packet", "0"))
+    FLOOD["after"] = float(take(argv, "--hostile-after", "2"))
+    FLOOD["ssrcs"] = int(take(argv, "--ssrcs-per-packet", "0"))
+    FLOOD["dtls"] = int(take(argv, "--dtls-per-packet", "0"))
     install()
-    captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
-        code = whip_aiortc.main(argv)
-    result = {}
-    for line in captured.getvalue().splitlines():
-        if line.startswith("{"):
-            result = json.loads(line)
-        else:
-            print(line)
-    result["flood_ssrcs"] = FLOOD["sent_ssrcs"]
-    result["flood_dtls"] = FLOOD["sent_dtls"]
-    result["hostile_started_s"] = FLOOD["started"]
-    print(json.dumps(result), flush=True)
-    return code
+    return run(argv, lambda: {"flood_ssrcs": FLOOD["sent_ssrcs"], "flood_dtls": FLOOD["sent_dtls"],
+                              "hostile_started_s": FLOOD["started"]})
 
 
 if __name__ == "__main__":

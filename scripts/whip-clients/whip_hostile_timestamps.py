@@ -8,13 +8,10 @@ Same options, output and exit codes as whip_aiortc.py, plus --hostile-after and 
 its JSON line also has "hostile_packets" (how many packets were sent with a shifted
 timestamp) and "hostile_started_s".
 """
-import contextlib
-import io
-import json
 import sys
 import time
 
-import whip_aiortc
+from hostile_common import run, take
 
 HOSTILE = {"after": 2.0, "kinds": ("audio", "video"), "packets": 0, "started": None, "t0": None}
 
@@ -67,33 +64,11 @@ def install():
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-
-    def take(flag, default):
-        if flag in argv:
-            index = argv.index(flag)
-            value = argv[index + 1]
-            del argv[index:index + 2]
-            return value
-        return default
-
-    HOSTILE["after"] = float(take("--hostile-after", "2"))
-    kind = take("--hostile-kind", "both")
+    HOSTILE["after"] = float(take(argv, "--hostile-after", "2"))
+    kind = take(argv, "--hostile-kind", "both")
     HOSTILE["kinds"] = ("audio", "video") if kind == "both" else (kind,)
     install()
-    captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
-        code = whip_aiortc.main(argv)
-    lines = captured.getvalue().splitlines()
-    result = {}
-    for line in lines:
-        if line.startswith("{"):
-            result = json.loads(line)
-        else:
-            print(line)
-    result["hostile_packets"] = HOSTILE["packets"]
-    result["hostile_started_s"] = HOSTILE["started"]
-    print(json.dumps(result), flush=True)
-    return code
+    return run(argv, lambda: {"hostile_packets": HOSTILE["packets"], "hostile_started_s": HOSTILE["started"]})
 
 
 if __name__ == "__main__":

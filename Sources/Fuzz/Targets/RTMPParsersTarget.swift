@@ -6,18 +6,18 @@ import MediaCore
 import RTMP
 
 /// Small limits so that the bounds are reached by short inputs.
-private let limits = RTMPSessionLimits(
+let limits = RTMPSessionLimits(
     chunk: RTMPChunkLimits(maxChunkSize: 8192, maxMessageLength: 32_768, maxAssemblingChunkStreams: 8,
                            maxKnownChunkStreams: 16, maxBufferedPayloadBytes: 65_536),
     amf: AMF0Limits(maxNestingDepth: 8, maxValueCount: 256, maxStringBytes: 4096, maxContainerElements: 64),
     maxPendingMediaBytes: 16_384, maxMessageStreams: 4)
 
 /// Handshake buffer + partial payloads + one chunk header and peek + held media.
-private let memoryBound = 1537 + 65_536 + 22 + 16_384
+let memoryBound = 1537 + 65_536 + 22 + 16_384
 
 /// A keyed FNV-1a stand-in for HMAC-SHA256: the module takes crypto from its owner, and
 /// the fuzzer is after parsing bugs, not digests.
-private let fastHMAC: RTMPHMACSHA256 = { key, data in
+let fastHMAC: RTMPHMACSHA256 = { key, data in
     var state: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in key { state = (state ^ UInt64(byte)) &* 0x100_0000_01b3 }
     for byte in data { state = (state ^ UInt64(byte)) &* 0x100_0000_01b3 }
