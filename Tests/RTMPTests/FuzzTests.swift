@@ -68,17 +68,7 @@ struct FuzzTests {
     }
 
     /// What the NIO shell does with media: parse the tag, and the configuration records.
-    private func parseAsTheOwnerWould(_ message: RTMPMediaMessage) {
-        let packet = try? (message.kind == .video ? FLVMediaPacket.parseVideo(message.payload) : FLVMediaPacket.parseAudio(message.payload))
-        switch packet {
-        case .videoConfig(.avc, let record)?:
-            _ = try? AVCDecoderConfigurationRecord(parsing: record).firstSequenceParameterSet()
-        case .audioConfig(.aac, let config)?:
-            _ = try? AACAudioSpecificConfig(parsing: config)
-        default:
-            break
-        }
-    }
+    private func parseAsTheOwnerWould(_ message: RTMPMediaMessage) { FuzzTargets.parseMedia(message) }
 
     private func mutate(_ input: inout [UInt8], corpus: [[UInt8]], using generator: inout SeededGenerator) {
         guard !input.isEmpty else { return }

@@ -60,7 +60,8 @@ private func runSession(_ input: [UInt8]) -> Int {
     return media
 }
 
-private func parseMedia(_ media: RTMPMediaMessage) {
+/// What the NIO shell does with media: parse the tag, and the configuration records.
+func parseMedia(_ media: RTMPMediaMessage) {
     let packet = try? (media.kind == .video ? FLVMediaPacket.parseVideo(media.payload) : FLVMediaPacket.parseAudio(media.payload))
     switch packet {
     case .videoConfig(.avc, let record)?:
