@@ -91,6 +91,13 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // Individual participant recording: each publisher's media remuxed (no decode, no
+        // encode) into fMP4 HLS with its metadata and keyframe thumbnails.
+        .target(
+            name: "ParticipantRecording",
+            dependencies: ["Destinations", "FFmpeg", "HLS", "MediaCore", "Pipeline", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         // Live stages: publishers on the stage now, their media fanned out to compositions.
         .target(
             name: "LiveStage",
@@ -233,6 +240,9 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "TestSupport", .product(name: "Logging", package: "swift-log")],
                     exclude: ["Corpus"]),
+        .testTarget(name: "ParticipantRecordingTests", dependencies: ["ParticipantRecording", "Destinations", "Storage", "FFmpeg", "HLS",
+                                                                     "LiveStage", "MediaCore", "Pipeline", "TestSupport",
+                                                                     .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),
         .testTarget(name: "WebRTCMediaTests", dependencies: ["WebRTCMedia", "TestSupport"]),

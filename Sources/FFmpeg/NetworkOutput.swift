@@ -65,6 +65,28 @@ public final class StreamParameters: @unchecked Sendable {
         try check(avcodec_parameters_from_context(parameters, encoder.context), "copy \(encoder.codecName) parameters")
     }
 
+    /// A compressed stream as it arrived (stream copy, no encoder): its parameters, with
+    /// `extradata` in place of theirs when given (H.264 parameter sets found in band).
+    public init(copying parameters: CodecParameters, timeBase: Rational, extradata: [UInt8]? = nil) throws(FFmpegError) {
+        guard let copy = avcodec_parameters_alloc() else {
+            throw FFmpegError(kind: .outOfMemory, operation: "copy \(parameters.codecName) parameters", message: "allocation failed")
+        }
+        pointer = copy
+        self.timeBase = timeBase
+        try check(avcodec_parameters_copy(copy, parameters.pointer), "copy \(parameters.codecName) parameters")
+        if let extradata, !extradata.isEmpty {
+            av_freep(&copy.pointee.extradata)
+            guard let buffer = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+                throw FFmpegError(kind: .outOfMemory, operation: "codec extradata", message: "allocation failed")
+            }
+            extradata.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: extradata.count) }
+            copy.pointee.extradata = buffer.assumingMemoryBound(to: UInt8.self)
+            copy.pointee.extradata_size = Int32(extradata.count)
+        }
+    }
+
+    public var hasExtradata: Bool { pointer.pointee.extradata_size > 0 }
+
     deinit {
         var parameters: UnsafeMutablePointer<AVCodecParameters>? = pointer
         avcodec_parameters_free(&parameters)

@@ -7,10 +7,18 @@ public struct HLSSegment: Sendable, Hashable {
     public var uri: String
     /// Any time base; rendered in milliseconds rounded to nearest.
     public var duration: MediaTime
+    /// EXT-X-DISCONTINUITY before it: the media before it does not continue into it (a
+    /// publisher that reconnected, a codec change).
+    public var discontinuity: Bool
+    /// Its fMP4 initialization section, when it differs from the playlist's (a codec change
+    /// mid-recording): EXT-X-MAP is repeated before it.
+    public var initSegmentURI: String?
 
-    public init(uri: String, duration: MediaTime) {
+    public init(uri: String, duration: MediaTime, discontinuity: Bool = false, initSegmentURI: String? = nil) {
         self.uri = uri
         self.duration = duration
+        self.discontinuity = discontinuity
+        self.initSegmentURI = initSegmentURI
     }
 }
 
@@ -74,7 +82,13 @@ public struct MediaPlaylist: Sendable, Hashable {
                      "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:\(playlistType.rawValue)"]
         if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
         if let initSegmentURI { lines.append("#EXT-X-MAP:URI=\"\(initSegmentURI)\"") }
+        var currentMap = initSegmentURI
         for segment in segments {
+            if segment.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            if let map = segment.initSegmentURI, map != currentMap {
+                lines.append("#EXT-X-MAP:URI=\"\(map)\"")
+                currentMap = map
+            }
             lines.append("#EXTINF:\(DecimalText.thousandths(segment.duration.roundedMilliseconds)),")
             lines.append(segment.uri)
         }

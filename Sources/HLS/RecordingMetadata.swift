@@ -47,8 +47,11 @@ public struct RecordingMetadata: Sendable, Hashable {
         public var path: String
         /// At least one; each is stored in the folder named after it (`1280x720`).
         public var resolutions: [VideoResolution]
+        /// Individual participant recordings name their renditions by path ("high") instead.
+        public var renditionPaths: [String]?
 
-        public init(path: String, resolutions: [VideoResolution]) {
+        public init(path: String, resolutions: [VideoResolution], renditionPaths: [String]? = nil) {
+            self.renditionPaths = renditionPaths
             self.path = path
             self.resolutions = resolutions
         }
@@ -64,6 +67,9 @@ public struct RecordingMetadata: Sendable, Hashable {
 
     public var version: String
     public var stageArn: String
+    /// Individual participant recordings name the stage session and the participant.
+    public var sessionId: String?
+    public var participantId: String?
     public var status: RecordingStatus
     /// Written unless the status is RECORDING_START_FAILED.
     public var startedAt: Date?
@@ -82,7 +88,8 @@ public struct RecordingMetadata: Sendable, Hashable {
     /// Present when the thumbnail storage includes LATEST.
     public var latestThumbnail: ThumbnailSet?
 
-    public init(stageArn: String, status: RecordingStatus, startedAt: Date?, endedAt: Date? = nil,
+    public init(stageArn: String, sessionId: String? = nil, participantId: String? = nil, status: RecordingStatus,
+                startedAt: Date?, endedAt: Date? = nil,
                 statusMessage: String? = nil, durationMs: Int64? = nil, renditions: [Rendition],
                 thumbnails: ThumbnailSet? = nil, latestThumbnail: ThumbnailSet? = nil,
                 hlsPath: String = RecordingLayout.hlsPath,
@@ -90,6 +97,8 @@ public struct RecordingMetadata: Sendable, Hashable {
                 version: String = "v1") {
         self.version = version
         self.stageArn = stageArn
+        self.sessionId = sessionId
+        self.participantId = participantId
         self.status = status
         self.startedAt = startedAt
         self.endedAt = endedAt
@@ -126,6 +135,8 @@ public struct RecordingMetadata: Sendable, Hashable {
             ("version", .string(version)),
             ("stage_arn", .string(stageArn)),
         ]
+        if let sessionId { root.append(("session_id", .string(sessionId))) }
+        if let participantId { root.append(("participant_id", .string(participantId))) }
         if status != .recordingStartFailed, let startedAt {
             root.append(("recording_started_at", .string(RFC3339.format(startedAt))))
         }
@@ -162,7 +173,11 @@ public struct RecordingMetadata: Sendable, Hashable {
 
 extension RecordingMetadata.ThumbnailSet {
     var jsonValue: OrderedJSON {
-        .object([
+        if let renditionPaths {
+            return .object([("path", .string(path)),
+                            ("renditions", .array(renditionPaths.map { .object([("path", .string($0))]) }))])
+        }
+        return .object([
             ("path", .string(path)),
             ("resolutions", .array(resolutions.map { resolution in
                 .object([

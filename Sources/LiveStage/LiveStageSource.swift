@@ -3,7 +3,7 @@
 // this composition's queue of that publisher's packets. Runs on the composition thread; the
 // only shared state it touches is the subscription's snapshot and the queues.
 
-import FFmpeg
+public import FFmpeg
 public import Logging
 public import MediaCore
 public import Pipeline
@@ -108,22 +108,22 @@ public final class LiveStageSource: StageSource {
 
 /// One publisher's packets as a ParticipantMediaSource: stream setups become decoder
 /// parameters, payloads become FFmpeg packets stamped in stage-clock µs.
-final class LiveMediaSource: ParticipantMediaSource {
+public final class LiveMediaSource: ParticipantMediaSource {
     private let queue: LiveMediaQueue
     private let origin: Int64
     private let logger: Logger
     private var setups: [MediaType: MediaStreamSetup] = [:]
     private static let timeBase = Rational(1, 1_000_000)
 
-    init(queue: LiveMediaQueue, origin: Int64, logger: Logger) {
+    public init(queue: LiveMediaQueue, origin: Int64, logger: Logger) {
         self.queue = queue
         self.origin = origin
         self.logger = logger
     }
 
-    func stream(_ type: MediaType) -> MediaStreamSetup? { setups[type] }
+    public func stream(_ type: MediaType) -> MediaStreamSetup? { setups[type] }
 
-    func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
+    public func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
         while true {
             switch queue.pop() {
             case .empty: return .wouldBlock
@@ -160,9 +160,9 @@ final class LiveMediaSource: ParticipantMediaSource {
     }
 
     /// Packets carry absolute stage-clock µs; the composition's time zero is `origin`.
-    var startTimeMicroseconds: Int64? { origin }
-    var durationMicroseconds: Int64? { nil }
-    var isLive: Bool { true }
+    public var startTimeMicroseconds: Int64? { origin }
+    public var durationMicroseconds: Int64? { nil }
+    public var isLive: Bool { true }
 }
 
 /// Paces a composition on a MediaClock: the wall clock in the daemon, a manual clock in

@@ -1,0 +1,433 @@
+// One publisher's individual recording (the seed's "IVS Individual Participant Recording"):
+// its media as it arrived, no decode and no encode, remuxed into fragmented-MP4 HLS segments
+// cut at keyframes, with the metadata files, playlists and (decoding keyframes only)
+// thumbnails, through the same uploads (and S3 spool) as composite recordings.
+//
+// It reads a ParticipantMediaSource — the same interface compositions read, so a live
+// publisher (LiveStageSource's queue) and a recorded file record alike. Single-threaded: the
+// caller drives `record(from:)` from its own thread, never from an event loop.
+//
+// Reconnects: `sourceReplaced()` says the next media comes from a new connection of the same
+// participant (within the reconnect window); its first segment carries EXT-X-DISCONTINUITY,
+// and a changed codec setup starts a new initialization section.
+
+public import Destinations
+public import FFmpeg
+public import Foundation
+public import HLS
+public import Logging
+import MediaCore
+public import Pipeline
+
+public struct ParticipantRecordingPlan: Sendable {
+    /// AutoParticipantRecordingConfiguration.mediaTypes.
+    public enum MediaTypes: String, Sendable, Equatable {
+        case audioVideo = "AUDIO_VIDEO", audioOnly = "AUDIO_ONLY", none = "NONE"
+    }
+
+    public var layout: ParticipantRecordingLayout
+    public var stageArn: String
+    public var mediaTypes: MediaTypes
+    public var targetSegmentDurationSeconds: Int
+    /// nil: thumbnails DISABLED.
+    public var thumbnails: ThumbnailPlan?
+
+    public init(layout: ParticipantRecordingLayout, stageArn: String, mediaTypes: MediaTypes = .audioVideo,
+                targetSegmentDurationSeconds: Int = 6, thumbnails: ThumbnailPlan? = nil) {
+        self.layout = layout
+        self.stageArn = stageArn
+        self.mediaTypes = mediaTypes
+        self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
+        self.thumbnails = thumbnails
+    }
+
+    var recordsHLS: Bool { mediaTypes != .none }
+    var recordsVideo: Bool { mediaTypes == .audioVideo }
+    var recordsAudio: Bool { mediaTypes != .none }
+}
+
+/// How a recording ended.
+public struct ParticipantRecordingOutcome: Sendable, Equatable {
+    public var status: RecordingStatus
+    public var durationMs: Int64
+    public var message: String?
+    public var segments: Int
+    public var thumbnails: Int
+}
+
+public final class ParticipantRecorder {
+    public let plan: ParticipantRecordingPlan
+    private let uploads: any RecordingUploads
+    private let now: () -> Date
+    private let logger: Logger
+    private var metadata: RecordingMetadata
+
+    /// The streams of the current run, their parameters as the muxer got them.
+    private struct Run {
+        var muxer: Muxer
+        var streams: [MediaType: Int]
+        var keys: [MediaType: String]
+        var initName: String
+    }
+
+    private var setups: [MediaType: MediaStreamSetup] = [:]
+    private var run: Run?
+    private var runs = 0
+    /// Media that arrived before every expected stream was set up (bounded).
+    private var held: [(type: MediaType, packet: Packet)] = []
+    static let maxHeldPackets = 600
+    /// Waiting for a second stream longer than this starts the recording with one.
+    static let setupWait: Int64 = 2_000_000
+    private var origin: Int64?
+    private var segmentStart: Int64?
+    private var lastTime: Int64 = 0
+    private var discontinuityNext = false
+    private var playlist: MediaPlaylist
+    private var videoWaitsForKeyframe = true
+    private var thumbnails: ThumbnailMaker?
+    private var thumbnailCount = 0
+    private var finished = false
+    private let scratch = Packet()
+    private static let microseconds = Rational(1, 1_000_000)
+
+    public init(plan: ParticipantRecordingPlan, uploads: any RecordingUploads, now: @escaping () -> Date = Date.init,
+                logger: Logger) {
+        self.plan = plan
+        self.uploads = uploads
+        self.now = now
+        self.logger = logger
+        let thumbnailPlan = plan.thumbnails
+        metadata = plan.layout.metadata(stageArn: plan.stageArn, status: .recordingStarted, hls: plan.recordsHLS,
+                                        sequentialThumbnails: thumbnailPlan?.sequential == true,
+                                        latestThumbnail: thumbnailPlan?.latest == true)
+        playlist = MediaPlaylist(targetDurationSeconds: plan.targetSegmentDurationSeconds, mediaSequence: 1, playlistType: .event)
+        if let thumbnailPlan, thumbnailPlan.sequential || thumbnailPlan.latest { thumbnails = ThumbnailMaker(plan: thumbnailPlan) }
+    }
+
+    /// Bytes stored so far.
+    public var bytesWritten: Int64 { uploads.bytesWritten }
+
+    /// Writes recording-started.json (the recording's start time is in the layout).
+    public func start() {
+        metadata.startedAt = plan.layout.startedAt
+        upload(metadata.jsonData(), key: plan.layout.metadataKey(for: .recordingStarted))
+    }
+
+    /// The next media comes from a new connection of the same participant.
+    public func sourceReplaced() {
+        discontinuityNext = true
+        videoWaitsForKeyframe = true
+        setups = [:]
+    }
+
+    /// Drains what `source` has now. Returns false once it has ended.
+    public func record(from source: any ParticipantMediaSource) throws(FFmpegError) -> Bool {
+        while !finished {
+            switch try source.read(into: scratch) {
+            case .wouldBlock:
+                return true
+            case .endOfMedia:
+                return false
+            case .streamChanged(let type):
+                if let setup = source.stream(type) { try setupChanged(type, setup) }
+            case .packet(let type):
+                guard let setup = setups[type] ?? source.stream(type) else { continue }
+                if setups[type] == nil { try setupChanged(type, setup) }
+                scratch.rescaleTimestamps(from: setup.info.timeBase, to: Self.microseconds)
+                try media(type, scratch)
+            }
+        }
+        return false
+    }
+
+    // MARK: Media
+
+    private func wanted(_ type: MediaType) -> Bool {
+        switch type {
+        case .video: plan.recordsVideo || thumbnails != nil
+        case .audio: plan.recordsAudio
+        case .other: false
+        }
+    }
+
+    private func setupChanged(_ type: MediaType, _ setup: MediaStreamSetup) throws(FFmpegError) {
+        guard wanted(type) else { return }
+        let previous = setups[type]
+        setups[type] = setup
+        if type == .video { thumbnails?.reset() }
+        guard let run, previous != nil || run.keys[type] != nil else { return }
+        // A different codec or configuration than the run's: the run ends, a new one starts
+        // (a new initialization section) at the next keyframe.
+        if run.keys[type] != Self.key(setup) {
+            try endRun()
+            discontinuityNext = true
+            videoWaitsForKeyframe = true
+        }
+    }
+
+    private static func key(_ setup: MediaStreamSetup) -> String {
+        "\(setup.info.codecName)/\(setup.parameters.extradata.count)/\(setup.parameters.extradata.hashValue)"
+    }
+
+    private func media(_ type: MediaType, _ packet: Packet) throws(FFmpegError) {
+        guard wanted(type) else { return }
+        let time = packet.hasPTS ? packet.pts : packet.dts
+        if type == .video {
+            if let thumbnails, packet.isKeyframe, let setup = setups[.video] {
+                if let jpeg = thumbnails.thumbnail(packet, setup: setup, at: time, logger: logger) { store(thumbnail: jpeg) }
+            }
+            guard plan.recordsVideo else { return }
+            if videoWaitsForKeyframe {
+                guard packet.isKeyframe else { return }
+                videoWaitsForKeyframe = false
+            }
+        }
+        guard plan.recordsHLS else { return }
+        if run == nil {
+            held.append((type, packet.reference()))
+            let span = (held.last.map { $0.packet.dts } ?? 0) - (held.first.map { $0.packet.dts } ?? 0)
+            let ready = (!plan.recordsVideo || setups[.video] != nil) && (setups[.audio] != nil)
+            guard ready || span >= Self.setupWait || held.count >= Self.maxHeldPackets else { return }
+            try startRun()
+            let queued = held
+            held = []
+            for entry in queued { try write(entry.type, entry.packet) }
+            return
+        }
+        try write(type, packet)
+    }
+
+    private func startRun() throws(FFmpegError) {
+        let muxer = try Muxer(format: "mp4", interleaved: false)
+        var streams: [MediaType: Int] = [:], keys: [MediaType: String] = [:]
+        for type in [MediaType.video, .audio] {
+            guard let setup = setups[type], type == .audio || plan.recordsVideo else { continue }
+            var extradata: [UInt8]? = nil
+            if type == .video, setup.info.codecName == "h264", setup.parameters.extradata.isEmpty {
+                // WHIP H.264 carries its parameter sets in band: take them from the first keyframe.
+                extradata = held.first { $0.type == .video && $0.packet.isKeyframe }.flatMap { H264ParameterSets.annexB(in: $0.packet.bytes) }
+            }
+            let parameters = try StreamParameters(copying: setup.parameters, timeBase: Self.microseconds, extradata: extradata)
+            streams[type] = try muxer.addStream(parameters)
+            keys[type] = Self.key(setup)
+        }
+        guard !streams.isEmpty else { return }
+        try muxer.writeHeader(options: ["movflags": "frag_custom+empty_moov+default_base_moof"])
+        runs += 1
+        let initName = ParticipantRecordingLayout.initSegmentName(number: runs)
+        upload(Data(try muxer.cutSegment()), key: plan.layout.renditionKey(initName))
+        if runs == 1 { playlist.initSegmentURI = initName; uploadMultivariant(keys: streams.keys.sorted { $0 == .video && $1 != .video }) }
+        run = Run(muxer: muxer, streams: streams, keys: keys, initName: initName)
+    }
+
+    private func write(_ type: MediaType, _ packet: Packet) throws(FFmpegError) {
+        guard let run, let stream = run.streams[type] else { return }
+        let time = packet.dts
+        if origin == nil { origin = time }
+        let cutsHere = run.streams[.video] != nil ? (type == .video && packet.isKeyframe) : true
+        if let start = segmentStart, cutsHere, time - start >= Int64(plan.targetSegmentDurationSeconds) * 1_000_000 {
+            try cutSegment(at: time)
+        }
+        if segmentStart == nil { segmentStart = time }
+        // Fragments start at the recording's first packet: decode time 0.
+        let base = origin ?? time
+        packet.pts = packet.hasPTS ? packet.pts - base : packet.dts - base
+        packet.dts -= base
+        try run.muxer.write(packet, stream: stream)
+        lastTime = max(lastTime, time + max(0, packet.duration))
+    }
+
+    private func cutSegment(at end: Int64) throws(FFmpegError) {
+        guard let run, let start = segmentStart else { return }
+        let bytes = try run.muxer.cutSegment()
+        segmentStart = nil
+        guard !bytes.isEmpty else { return }
+        let number = playlist.segments.count + 1
+        let name = ParticipantRecordingLayout.segmentName(number: number)
+        upload(Data(bytes), key: plan.layout.renditionKey(name))
+        playlist.segments.append(HLSSegment(uri: name, duration: MediaTime(ticks: max(1, end - start), timeBase: Self.microseconds),
+                                            discontinuity: discontinuityNext && number > 1, initSegmentURI: run.initName))
+        discontinuityNext = false
+        upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey)
+    }
+
+    private func endRun() throws(FFmpegError) {
+        guard let run else { return }
+        try cutSegment(at: max(lastTime, (segmentStart ?? 0) + 1))
+        _ = try? run.muxer.finish()
+        self.run = nil
+    }
+
+    private func uploadMultivariant(keys types: [MediaType]) {
+        var codecs: [String] = []
+        var resolution: VideoResolution?
+        for type in types {
+            guard let setup = setups[type] else { continue }
+            codecs.append(RFC6381.codec(of: setup))
+            if type == .video, setup.info.width > 0 { resolution = VideoResolution(width: setup.info.width, height: setup.info.height) }
+        }
+        let variant = MultivariantPlaylist.Variant(bandwidth: 8_500_000, resolution: resolution, frameRate: nil,
+                                                   codecs: codecs.joined(separator: ","),
+                                                   uri: "\(ParticipantRecordingLayout.renditionPath)/\(RecordingLayout.mediaPlaylistName)")
+        upload(Data(MultivariantPlaylist(variants: [variant]).render().utf8), key: plan.layout.multivariantPlaylistKey)
+    }
+
+    private func store(thumbnail jpeg: [UInt8]) {
+        guard let thumbnailPlan = plan.thumbnails else { return }
+        thumbnailCount += 1
+        if thumbnailPlan.sequential { upload(Data(jpeg), key: plan.layout.thumbnailKey(number: thumbnailCount)) }
+        if thumbnailPlan.latest { upload(Data(jpeg), key: plan.layout.latestThumbnailKey) }
+    }
+
+    // MARK: End
+
+    /// Closes the recording: the last segment, the VOD playlist (naming only stored
+    /// segments), recording-ended.json or recording-failed.json. Blocks until stored.
+    @discardableResult
+    public func finish(failure: String? = nil) -> ParticipantRecordingOutcome {
+        guard !finished else {
+            return ParticipantRecordingOutcome(status: metadata.status, durationMs: playlist.durationMs, message: metadata.statusMessage,
+                                               segments: playlist.segments.count, thumbnails: thumbnailCount)
+        }
+        finished = true
+        var problem = failure
+        if run == nil, !held.isEmpty {
+            do { try startRun(); for entry in held { try write(entry.type, entry.packet) } } catch { problem = problem ?? "\(error)" }
+            held = []
+        }
+        do { try endRun() } catch { problem = problem ?? "\(error)" }
+        let failed = uploads.failedKeysWhenSettled()
+        if !failed.isEmpty {
+            let keys = playlist.segments.map { plan.layout.renditionKey($0.uri) }
+            if let first = keys.firstIndex(where: failed.contains) { playlist.segments.removeSubrange(first...) }
+            problem = problem ?? uploads.firstFailure ?? "\(failed.count) objects could not be stored"
+        }
+        if plan.recordsHLS {
+            if run == nil, runs == 0 {
+                // Nothing to play: an empty VOD playlist still says so.
+                playlist.initSegmentURI = nil
+            }
+            playlist = playlist.finished()
+            upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey)
+        }
+        metadata = metadata.ended(at: now(), durationMs: playlist.durationMs, failure: problem)
+        upload(metadata.jsonData(), key: plan.layout.metadataKey(for: metadata.status))
+        if let failure = uploads.finish() {
+            problem = problem ?? failure
+            if metadata.status != .recordingEndedWithFailure {
+                logger.warning("participant recording not fully stored", metadata: ["reason": "\(failure)"])
+            }
+        }
+        return ParticipantRecordingOutcome(status: problem == nil ? .recordingEnded : .recordingEndedWithFailure,
+                                           durationMs: playlist.durationMs, message: problem,
+                                           segments: playlist.segments.count, thumbnails: thumbnailCount)
+    }
+
+    private func upload(_ data: Data, key: String) { uploads.enqueue(data, key: key) }
+}
+
+/// Thumbnails from video keyframes only, at most one per interval: each keyframe due is
+/// decoded on its own (an IDR needs nothing before it) and encoded as JPEG at its size.
+final class ThumbnailMaker {
+    let plan: ThumbnailPlan
+    private var decoder: Decoder?
+    private var decoderKey: String?
+    private var last: Int64?
+    private let frame = Frame()
+
+    init(plan: ThumbnailPlan) { self.plan = plan }
+
+    func reset() {
+        decoder = nil
+        decoderKey = nil
+    }
+
+    func thumbnail(_ packet: Packet, setup: MediaStreamSetup, at time: Int64, logger: Logger) -> [UInt8]? {
+        if let last, time - last < Int64(plan.intervalSeconds) * 1_000_000 { return nil }
+        do {
+            if decoder == nil {
+                decoder = try Decoder(parameters: setup.parameters, stream: setup.info)
+            }
+            guard let decoder else { return nil }
+            _ = try decoder.send(packet)
+            _ = try decoder.send(nil)
+            defer { decoder.flush() }
+            guard try decoder.receive(into: frame) == .frame, frame.isYUV420P else { return nil }
+            last = time
+            // One encoder per picture: thumbnails are seconds apart, and a decoded frame's
+            // properties vary from one keyframe to the next.
+            return try JPEGEncoder(width: frame.width, height: frame.height).encode(frame)
+        } catch {
+            logger.debug("no thumbnail from this keyframe", metadata: ["error": "\(error)"])
+            self.decoder = nil
+            return nil
+        }
+    }
+}
+
+/// SPS and PPS found in an Annex B access unit, as Annex B extradata (what the MP4 muxer turns
+/// into an avcC record).
+enum H264ParameterSets {
+    static func annexB(in bytes: [UInt8]) -> [UInt8]? {
+        var sps: [UInt8]?, pps: [UInt8]?
+        for nal in nalUnits(bytes) where !nal.isEmpty {
+            switch nal[0] & 0x1F {
+            case 7 where sps == nil: sps = nal
+            case 8 where pps == nil: pps = nal
+            default: break
+            }
+        }
+        guard let sps, let pps else { return nil }
+        return [0, 0, 0, 1] + sps + [0, 0, 0, 1] + pps
+    }
+
+    static func nalUnits(_ bytes: [UInt8]) -> [[UInt8]] {
+        var units: [[UInt8]] = []
+        var start: Int?
+        var index = 0
+        while index + 2 < bytes.count {
+            if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
+                if let start { units.append(trimmed(bytes[start..<index])) }
+                index += 3
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        if let start, start < bytes.count { units.append(Array(bytes[start...])) }
+        return units
+    }
+
+    private static func trimmed(_ slice: ArraySlice<UInt8>) -> [UInt8] {
+        var end = slice.endIndex
+        while end > slice.startIndex, slice[end - 1] == 0 { end -= 1 }
+        return Array(slice[slice.startIndex..<end])
+    }
+}
+
+/// RFC 6381 codec strings for the multivariant playlist, from a stream as it arrived.
+enum RFC6381 {
+    static func codec(of setup: MediaStreamSetup) -> String {
+        let extradata = setup.parameters.extradata
+        switch setup.info.codecName {
+        case "h264":
+            if extradata.count >= 4, extradata[0] == 1 { return avc(extradata[1], extradata[2], extradata[3]) }
+            if let sps = H264ParameterSets.nalUnits(extradata).first(where: { ($0.first ?? 0) & 0x1F == 7 }), sps.count >= 4 {
+                return avc(sps[1], sps[2], sps[3])
+            }
+            return "avc1.42e01f"
+        case "aac": return "mp4a.40.2"
+        case "opus": return "opus"
+        case "mp3": return "mp4a.40.34"
+        default: return setup.info.codecName
+        }
+    }
+
+    private static func avc(_ profile: UInt8, _ compatibility: UInt8, _ level: UInt8) -> String {
+        "avc1." + [profile, compatibility, level].map { String($0, radix: 16).leftPadded() }.joined()
+    }
+}
+
+extension String {
+    fileprivate func leftPadded() -> String { count < 2 ? "0" + self : self }
+}
