@@ -185,7 +185,7 @@ let package = Package(
             name: "Server",
             dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
                            "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
-                           "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg",
+                           "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg", "ParticipantRecording",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -54,7 +54,24 @@ public enum StageUpdate: String, Sendable, CaseIterable {
     case participantPublishError = "Participant Publish Error"
 }
 
+/// "IVS Participant Recording State Change" event names.
+public enum ParticipantRecordingEvent: String, Sendable, CaseIterable {
+    case recordingStart = "Recording Start", recordingEnd = "Recording End"
+    case recordingStartFailure = "Recording Start Failure", recordingEndFailure = "Recording End Failure"
+}
+
 extension CompositionEventBuilder {
+    /// An individual participant recording started or ended; `durationMs` at its end.
+    public func participantRecording(_ event: ParticipantRecordingEvent, stageArn: String, sessionId: String, participantId: String,
+                                     bucket: String, keyPrefix: String, durationMs: Int64? = nil) -> IVSEvent {
+        var detail = IVSEvent.Detail(eventName: event.rawValue, sessionId: sessionId, participantId: participantId)
+        detail.recordingS3BucketName = bucket
+        detail.recordingS3KeyPrefix = keyPrefix
+        detail.recordingDurationMs = durationMs
+        return IVSEvent(id: newID(), account: account, time: Self.formatTime(currentSeconds()), region: region, resources: [stageArn],
+                        detail: detail, detailType: IVSEvent.participantRecordingDetailType)
+    }
+
     /// A stage update about one participant; `errorCode` (the model's EventErrorCode) on
     /// publish errors, which also carry `event_time`.
     public func stageUpdate(_ update: StageUpdate, stageArn: String, sessionId: String?, userId: String,

@@ -11,6 +11,7 @@ public typealias CompositionStateChangeEvent = IVSEvent
 public struct IVSEvent: Sendable, Hashable, Codable {
     public static let detailTypeValue = "IVS Composition State Change"
     public static let stageUpdateDetailType = "IVS Stage Update"
+    public static let participantRecordingDetailType = "IVS Participant Recording State Change"
     public static let sourceValue = "aws.ivs"
 
     public struct Detail: Sendable, Hashable, Codable {
@@ -31,6 +32,10 @@ public struct IVSEvent: Sendable, Hashable, Codable {
         public var id: String?
         /// On failure events only.
         public var reason: String?
+        /// Participant recording events: where the recording is, and (at its end) how long.
+        public var recordingS3BucketName: String?
+        public var recordingS3KeyPrefix: String?
+        public var recordingDurationMs: Int64?
 
         public init(eventName: String, stageArn: String? = nil, id: String? = nil, reason: String? = nil,
                     sessionId: String? = nil, eventTime: String? = nil, userId: String? = nil,
@@ -49,6 +54,8 @@ public struct IVSEvent: Sendable, Hashable, Codable {
         enum CodingKeys: String, CodingKey {
             case sessionId = "session_id", eventName = "event_name", stageArn = "stage_arn", eventTime = "event_time"
             case userId = "user_id", participantId = "participant_id", errorCode = "error_code", id, reason
+            case recordingS3BucketName = "recording_s3_bucket_name", recordingS3KeyPrefix = "recording_s3_key_prefix"
+            case recordingDurationMs = "recording_duration_ms"
         }
 
         /// The members present, in the user guide's order.
@@ -56,8 +63,10 @@ public struct IVSEvent: Sendable, Hashable, Codable {
             let members: [(String, String?)] = [
                 ("session_id", sessionId), ("event_name", eventName), ("stage_arn", stageArn), ("event_time", eventTime),
                 ("user_id", userId), ("participant_id", participantId), ("error_code", errorCode), ("id", id), ("reason", reason),
+                ("recording_s3_bucket_name", recordingS3BucketName), ("recording_s3_key_prefix", recordingS3KeyPrefix),
             ]
             return members.compactMap { name, value in value.map { (name, IVSEvent.quote($0)) } }
+                + (recordingDurationMs.map { [("recording_duration_ms", String($0))] } ?? [])
         }
     }
 

@@ -244,6 +244,17 @@ public final class LivePublisher: Sendable {
         }
     }
 
+    /// A queue of this publisher's media alone (its setups and cached GOP first), for a
+    /// consumer of one participant such as its individual recording. `detach` ends it.
+    public func makeQueue() -> LiveMediaQueue {
+        let queue = LiveMediaQueue(limits: hub.settings.queue)
+        attach(queue)
+        return queue
+    }
+
+    /// Stops feeding a queue from `makeQueue`.
+    public func release(_ queue: LiveMediaQueue) { detach(queue) }
+
     /// Whether a composition lost video to an overflow since the last call: a WHIP
     /// connection asks its publisher for a keyframe at once (PLI) instead of waiting for the
     /// next one; RTMP cannot ask, and the last good picture stays until it comes.

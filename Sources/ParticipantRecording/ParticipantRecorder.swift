@@ -81,6 +81,11 @@ public final class ParticipantRecorder {
     private var origin: Int64?
     private var segmentStart: Int64?
     private var lastTime: Int64 = 0
+    /// The last decode time written per stream: MP4 needs them increasing, and a live
+    /// publisher's timeline may step back a little while its clock offset settles (or across
+    /// a reconnect), so a packet at or before it is moved just after it (and counted).
+    private var lastDTS: [MediaType: Int64] = [:]
+    public private(set) var timestampsAdjusted = 0
     private var discontinuityNext = false
     private var playlist: MediaPlaylist
     private var videoWaitsForKeyframe = true
@@ -127,6 +132,9 @@ public final class ParticipantRecorder {
             case .wouldBlock:
                 return true
             case .endOfMedia:
+                // The connection is over: its last segment ends with its last packet (a
+                // reconnect continues after a discontinuity, not across the gap).
+                try cutSegment(at: lastTime)
                 return false
             case .streamChanged(let type):
                 if let setup = source.stream(type) { try setupChanged(type, setup) }
@@ -231,14 +239,24 @@ public final class ParticipantRecorder {
         if segmentStart == nil { segmentStart = time }
         // Fragments start at the recording's first packet: decode time 0.
         let base = origin ?? time
-        packet.pts = packet.hasPTS ? packet.pts - base : packet.dts - base
-        packet.dts -= base
+        var dts = packet.dts - base
+        var pts = (packet.hasPTS ? packet.pts : packet.dts) - base
+        // A millisecond apart at least: more than one tick of any time base MP4 uses, so the
+        // times stay strictly increasing after the muxer's rounding.
+        if let last = lastDTS[type], dts < last + 1000 {
+            pts += last + 1000 - dts
+            dts = last + 1000
+        }
+        if lastDTS[type].map({ packet.dts - base < $0 + 1000 }) == true { timestampsAdjusted += 1 }
+        lastDTS[type] = dts
+        packet.dts = dts
+        packet.pts = pts
         try run.muxer.write(packet, stream: stream)
         lastTime = max(lastTime, time + max(0, packet.duration))
     }
 
     private func cutSegment(at end: Int64) throws(FFmpegError) {
-        guard let run, let start = segmentStart else { return }
+        guard let run, let start = segmentStart, end > start else { return }
         let bytes = try run.muxer.cutSegment()
         segmentStart = nil
         guard !bytes.isEmpty else { return }
@@ -256,6 +274,7 @@ public final class ParticipantRecorder {
         try cutSegment(at: max(lastTime, (segmentStart ?? 0) + 1))
         _ = try? run.muxer.finish()
         self.run = nil
+        lastDTS = [:]
     }
 
     private func uploadMultivariant(keys types: [MediaType]) {

@@ -119,6 +119,7 @@ func makeApplication<Store: CompositionStore>(
     try await manager.restore()
     let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, metrics: metrics,
                                logger: dependencies.logger)
+    await runtime.enableParticipantRecording(buckets: buckets)
     await runtime.restore()
     let ingestServer = try makeIngestServer(configuration: configuration, admission: runtime, hub: hub, logger: dependencies.logger)
     var tokens: TokenAuthority?

@@ -64,6 +64,10 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     private var revoked: [String: Int64] = [:]
     private let inbox: AsyncStream<Message>
     private let inboxContinuation: AsyncStream<Message>.Continuation
+    /// Individual participant recording (stages with autoParticipantRecordingConfiguration).
+    private var recordings: ParticipantRecordings?
+    /// Each recorded participant's recording fields, merged into its stored record.
+    private var recordingFields: [ParticipantRecordingKey: (state: ParticipantRecordingState, bucket: String, prefix: String)] = [:]
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink, hub: LiveStageHub,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics? = nil, logger: Logger) {
@@ -246,6 +250,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         await apply(book.joinAndPublish(stageArn: config.stageArn, participantId: config.participantId, userId: userId,
                                         attributes: config.attributes ?? [:], transport: request.transport.rawValue,
                                         ingestConfigurationArn: arn, at: seconds()))
+        await startRecording(publisher, stage: stage.stage, logger: requestLogger)
         requestLogger.info("publisher joined the stage", metadata: ["stage.arn": "\(config.stageArn)",
                                                                     "participant.id": "\(config.participantId)",
                                                                     "ingest.transport": "\(request.transport.rawValue)"])
@@ -288,6 +293,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         await apply(book.joinAndPublish(stageArn: stageArn, participantId: participantId, userId: userId,
                                         attributes: participant.attributes, transport: IngestTransport.whip.rawValue,
                                         ingestConfigurationArn: nil, at: seconds()))
+        await startRecording(publisher, stage: stage.stage, logger: requestLogger)
         requestLogger.info("publisher joined the stage", metadata: ["stage.arn": "\(stageArn)", "participant.id": "\(participantId)"])
         return .accepted(publication)
     }
@@ -331,11 +337,18 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                         sessionId: record.sessionId, startTime: APITimestamp(secondsSince1970: record.startTime),
                         endTime: record.endTime.map { APITimestamp(secondsSince1970: $0) })))
                 case .saveParticipant(let p):
-                    try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: Participant(
+                    var participant = Participant(
                         participantId: p.participantId, userId: p.userId, state: p.isConnected ? .connected : .disconnected,
                         firstJoinTime: APITimestamp(secondsSince1970: p.firstJoinTime), attributes: p.attributes,
                         published: p.hasPublished, protocol: ParticipantProtocol(rawValue: p.transport) ?? .unknown,
-                        ingestConfigurationArn: p.ingestConfigurationArn)))
+                        ingestConfigurationArn: p.ingestConfigurationArn)
+                    let key = ParticipantRecordingKey(stageArn: p.stageArn, sessionId: p.sessionId, participantId: p.participantId)
+                    if let fields = recordingFields[key] {
+                        participant.recordingState = fields.state
+                        participant.recordingS3BucketName = fields.bucket
+                        participant.recordingS3Prefix = fields.prefix
+                    }
+                    try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant))
                 case .appendEvent(let stageArn, let sessionId, let event):
                     try await store.appendParticipantEvent(stageArn: stageArn, sessionId: sessionId, ParticipantEvent(
                         name: APIModels.ParticipantEventName(rawValue: event.name.rawValue), participantId: event.participantId,
@@ -359,6 +372,81 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         case .publishError(let stage, let session, let user, let participant, let code):
             builder.stageUpdate(.participantPublishError, stageArn: stage, sessionId: session, userId: user,
                                 participantId: participant, errorCode: code)
+        }
+    }
+
+    // MARK: Individual participant recording
+
+    /// Starts recording individual participants (once, at start-up).
+    public func enableParticipantRecording(buckets: BucketService) {
+        recordings = ParticipantRecordings(buckets: buckets, logger: logger) { [weak self] key, change in
+            guard let self else { return }
+            Task { await self.recordingChanged(key, change) }
+        }
+    }
+
+    /// A publisher on a stage with autoParticipantRecordingConfiguration: record it.
+    private func startRecording(_ publisher: LivePublisher, stage: Stage, logger requestLogger: Logger) async {
+        let stageArn = stage.arn
+        guard let recordings, let configuration = stage.autoParticipantRecordingConfiguration,
+              !configuration.storageConfigurationArn.isEmpty, let sessionId = book.activeSession(stageArn: stageArn) else { return }
+        let key = ParticipantRecordingKey(stageArn: stageArn, sessionId: sessionId, participantId: publisher.identity.participantId)
+        let bucket: String?
+        do { bucket = try await store.storageConfiguration(arn: configuration.storageConfigurationArn)?.s3?.bucketName } catch {
+            bucket = nil
+        }
+        guard let bucket, isConfigured(bucket: bucket) else {
+            requestLogger.error("participant recording cannot start: no such storage configuration or bucket",
+                                metadata: ["storage.arn": "\(configuration.storageConfigurationArn)"])
+            recordingFields[key] = (.failed, bucket ?? "", "")
+            await saveRecordingFields(key)
+            await events.publish(builder.participantRecording(.recordingStartFailure, stageArn: stageArn, sessionId: sessionId,
+                                                              participantId: key.participantId, bucket: bucket ?? "", keyPrefix: ""))
+            return
+        }
+        if recordingFields[key]?.state != .stopping { recordingFields[key] = (.starting, bucket, recordingFields[key]?.prefix ?? "") }
+        await saveRecordingFields(key)
+        recordings.publisherJoined(publisher, stageArn: stageArn, sessionId: sessionId, bucket: bucket, configuration: configuration,
+                                   now: wallClock())
+    }
+
+    private func isConfigured(bucket: String) -> Bool { configuration.buckets[bucket] != nil }
+
+    /// A recording's state changed: persisted on the participant, and the event sent.
+    func recordingChanged(_ key: ParticipantRecordingKey, _ change: ParticipantRecordingChange) async {
+        switch change {
+        case .active(let bucket, let prefix, let participantPrefix, let first):
+            recordingFields[key] = (.active, bucket, participantPrefix)
+            await saveRecordingFields(key)
+            if first {
+                await events.publish(builder.participantRecording(.recordingStart, stageArn: key.stageArn, sessionId: key.sessionId,
+                                                                  participantId: key.participantId, bucket: bucket, keyPrefix: prefix))
+            }
+        case .stopping:
+            if let fields = recordingFields[key] { recordingFields[key] = (.stopping, fields.bucket, fields.prefix) }
+            await saveRecordingFields(key)
+        case .ended(let outcome, let bucket, let prefix):
+            let failed = outcome.status == .recordingEndedWithFailure
+            let fields = recordingFields[key]
+            recordingFields[key] = (failed ? .failed : .stopped, bucket, fields?.prefix ?? "")
+            await saveRecordingFields(key)
+            await events.publish(builder.participantRecording(failed ? .recordingEndFailure : .recordingEnd, stageArn: key.stageArn,
+                                                              sessionId: key.sessionId, participantId: key.participantId,
+                                                              bucket: bucket, keyPrefix: prefix, durationMs: outcome.durationMs))
+        }
+    }
+
+    private func saveRecordingFields(_ key: ParticipantRecordingKey) async {
+        guard let fields = recordingFields[key] else { return }
+        do {
+            guard var stored = try await store.participant(stageArn: key.stageArn, sessionId: key.sessionId,
+                                                           participantId: key.participantId) else { return }
+            stored.participant.recordingState = fields.state
+            stored.participant.recordingS3BucketName = fields.bucket
+            stored.participant.recordingS3Prefix = fields.prefix
+            try await store.putParticipant(stored)
+        } catch {
+            logger.error("participant recording state could not be persisted", metadata: ["error": "\(error)"])
         }
     }
 

@@ -1092,6 +1092,106 @@ def run_sequence(d, client, enc, sto, seed, sequence):
     check_phases(f"seed {seed} recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
 
 
+def test_individual_recording_rtmp_reconnect(d):
+    """A stage with autoParticipantRecordingConfiguration (AUDIO_VIDEO, 2 s segments, thumbnails
+    every 2 s to both storages, a 30 s reconnect window), a blue publisher that stays, and an
+    ffmpeg RTMP publisher (red, 440 Hz) that publishes 8 s, drops, and comes back 3 s later
+    for 6 s more: for the red one, exactly one
+    recording under <stageId>/<sessionId>/<participantId>/<timestamp>/ with
+    recording-started.json and recording-ended.json (the seed's fields), a VOD fMP4 playlist
+    with one discontinuity that ffprobe plays for the publishing time (within a segment),
+    red and 440 Hz throughout, thumbnails; "Recording Start" then "Recording End" (with
+    recording_duration_ms) events; recordingState STOPPED with the bucket and prefix."""
+    d.start()
+    _, sto = setup_encoder_and_storage(d)
+    recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "recordingReconnectWindowSeconds": 30,
+                 "thumbnailConfiguration": {"recordingMode": "INTERVAL", "storage": ["SEQUENTIAL", "LATEST"], "targetIntervalSeconds": 2},
+                 "hlsConfiguration": {"targetSegmentDurationSeconds": 2}}
+    stage = d.cli("create-stage", "--name", "recorded", "--auto-participant-recording-configuration", json.dumps(recording))["stage"]
+    ingest = create_ingest(d, stage["arn"], "rec", secure=False)
+    url = publish_url(stage, ingest, False)
+    # Another participant stays on the stage, so the stage session goes on while the first is away.
+    staying = create_ingest(d, stage["arn"], "staying", secure=False)
+    stayer = Publisher(publish_url(stage, staying, False), "blue", 660, d.workdir, "staying")
+    wait_published(d, stage["arn"], staying["participantId"])
+    published = 0.0
+    first = Publisher(url, "red", 440, d.workdir, "first")
+    try:
+        wait_published(d, stage["arn"], ingest["participantId"])
+        session = session_id(d, stage["arn"])
+        started = time.time()
+        time.sleep(8)
+        first.stop()
+        published += time.time() - started
+        wait_participant(d, stage["arn"], session, ingest["participantId"], "DISCONNECTED")
+        state = d.cli("get-participant", "--stage-arn", stage["arn"], "--session-id", session,
+                      "--participant-id", ingest["participantId"])["participant"]
+        print(f"while away: recordingState {state.get('recordingState')}")
+        check(state.get("recordingState") == "STOPPING", f"recordingState while the publisher is away: {state}")
+        time.sleep(3)
+        second = Publisher(url, "red", 440, d.workdir, "second")
+        try:
+            wait_participant(d, stage["arn"], session, ingest["participantId"], "CONNECTED")
+            started = time.time()
+            time.sleep(6)
+        finally:
+            second.stop()
+        published += time.time() - started
+    finally:
+        first.kill()
+        stayer.stop()
+    deadline = time.time() + 50
+    recording_events = []
+    while time.time() < deadline:
+        recording_events = [e for e in d.events() if e["detail-type"] == "IVS Participant Recording State Change"
+                            and e["detail"]["participant_id"] == ingest["participantId"]]
+        if any(e["detail"]["event_name"].startswith("Recording End") for e in recording_events):
+            break
+        time.sleep(0.5)
+    names = [e["detail"]["event_name"] for e in recording_events]
+    print(f"recording events: {names}")
+    check(names == ["Recording Start", "Recording End"], f"recording events: {names}\n{d.log()}")
+    end = recording_events[-1]["detail"]
+    prefix = end["recording_s3_key_prefix"]
+    check(end["recording_s3_bucket_name"] == "rec-bucket" and end["participant_id"] == ingest["participantId"]
+          and end["session_id"] == session and recording_events[0]["detail"]["recording_s3_key_prefix"] == prefix, f"events: {recording_events}")
+    stage_id = stage["arn"].rsplit("/", 1)[1]
+    check(prefix.startswith(f"{stage_id}/{session}/{ingest['participantId']}/"), f"prefix {prefix}")
+    participant = d.cli("get-participant", "--stage-arn", stage["arn"], "--session-id", session,
+                        "--participant-id", ingest["participantId"])["participant"]
+    check(participant.get("recordingState") == "STOPPED" and participant.get("recordingS3BucketName") == "rec-bucket"
+          and participant.get("recordingS3Prefix") == f"{stage_id}/{session}/{ingest['participantId']}", f"participant: {participant}")
+    root = os.path.join(d.recordings, prefix)
+    recordings = os.listdir(os.path.join(d.recordings, stage_id, session, ingest["participantId"]))
+    check(len(recordings) == 1, f"one recording for the reconnect: {recordings}")
+    with open(os.path.join(root, "events", "recording-ended.json")) as f:
+        ended = json.load(f)
+    check(os.path.exists(os.path.join(root, "events", "recording-started.json")), "recording-started.json")
+    for field in ("version", "stage_arn", "session_id", "participant_id", "recording_started_at", "recording_ended_at",
+                  "recording_status", "media"):
+        check(field in ended, f"recording-ended.json has {field}: {ended}")
+    check(ended["recording_status"] == "RECORDING_ENDED" and ended["media"]["hls"]["duration_ms"] == end["recording_duration_ms"],
+          f"recording-ended.json: {ended}")
+    playlist = os.path.join(root, "media", "hls", "high", "playlist.m3u8")
+    with open(playlist) as f:
+        text = f.read()
+    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.count("#EXT-X-DISCONTINUITY") == 1, f"playlist:\n{text}")
+    for thumbnail in ("media/thumbnails/high/1.jpg", "media/latest_thumbnail/high/thumb.jpg"):
+        check(os.path.exists(os.path.join(root, thumbnail)), f"{thumbnail} in {root}")
+    duration = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+                                     os.path.join(root, "media", "hls", "multivariant.m3u8")],
+                                    capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[-1])
+    print(f"published {published:.1f} s; recording {duration:.1f} s ({end['recording_duration_ms']} ms)")
+    check(abs(duration - published) <= 2.5, f"recording {duration:.1f} s for {published:.1f} s of publishing")
+    video, audio = media_check.Video(playlist, 320, 240), media_check.Audio(playlist)
+    problems = [f"{t:.1f}s: {video.name(t, 160, 120)}" for t in [x * 0.5 for x in range(1, int(video.duration * 2) - 1)]
+                if video.name(t, 160, 120) != "red"]
+    check(not problems, "the recording is red throughout: " + ", ".join(problems[:20]))
+    quiet = [f"{t:.0f}s" for t in range(0, int(audio.duration) - 1) if audio.tone_level(440, t, t + 1.0) <= 0.03]
+    check(not quiet, f"440 Hz in every second: quiet at {quiet}")
+    check(d.stop() == 0, "the daemon exits cleanly")
+
+
 def test_generated_join_leave_sequences(d):
     """Seeded random sequences of joins, unpublishes, kills and rejoins with the same key (four
     ffmpeg RTMP publishers and one aiortc WHIP publisher, at least 2.5 s apart), one stage and
