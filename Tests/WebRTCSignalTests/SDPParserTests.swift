@@ -19,6 +19,14 @@ extension String {
 }
 
 struct SDPParserTests {
+    @Test("an extmap whose ID is empty (\"a=extmap:/ uri\") is a malformed offer, not a trap (found by the stun-sdp fuzzer)")
+    func extmapWithoutID() throws {
+        for line in ["a=extmap:/ urn:ietf:params:rtp-hdrext:sdes:mid", "a=extmap:/sendonly urn:x", "a=extmap:// urn:x"] {
+            let text = Offers.h264Opus().replacingOccurrences(of: "a=rtcp-mux\r\na=rtpmap:111", with: "a=rtcp-mux\r\n\(line)\r\na=rtpmap:111")
+            #expect(throws: SDPError.self, "\(line)") { try SessionDescription.parse(text) }
+        }
+    }
+
     @Test("a Chrome offer parses into sections, codecs, extmaps, sources and candidates")
     func chrome() throws {
         let offer = try SessionDescription.parse(Offers.chrome)

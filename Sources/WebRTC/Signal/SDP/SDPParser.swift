@@ -256,7 +256,7 @@ private struct SDPParser {
         let fields = value.split(separator: " ", maxSplits: 2)
         guard fields.count >= 2 else { return nil }
         let idParts = fields[0].split(separator: "/", maxSplits: 1)
-        guard let id = Int(idParts[0]), (1...255).contains(id) else { return nil }
+        guard let first = idParts.first, let id = Int(first), (1...255).contains(id) else { return nil }
         var direction: SDPDirection?
         if idParts.count == 2 {
             guard let parsed = SDPDirection(rawValue: String(idParts[1])) else { return nil }
