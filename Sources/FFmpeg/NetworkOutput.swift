@@ -67,13 +67,18 @@ public final class StreamParameters: @unchecked Sendable {
 
     /// A compressed stream as it arrived (stream copy, no encoder): its parameters, with
     /// `extradata` in place of theirs when given (H.264 parameter sets found in band).
-    public init(copying parameters: CodecParameters, timeBase: Rational, extradata: [UInt8]? = nil) throws(FFmpegError) {
+    public init(copying parameters: CodecParameters, timeBase: Rational, extradata: [UInt8]? = nil,
+                size: (width: Int, height: Int)? = nil) throws(FFmpegError) {
         guard let copy = avcodec_parameters_alloc() else {
             throw FFmpegError(kind: .outOfMemory, operation: "copy \(parameters.codecName) parameters", message: "allocation failed")
         }
         pointer = copy
         self.timeBase = timeBase
         try check(avcodec_parameters_copy(copy, parameters.pointer), "copy \(parameters.codecName) parameters")
+        if let size {
+            copy.pointee.width = Int32(clamping: size.width)
+            copy.pointee.height = Int32(clamping: size.height)
+        }
         if let extradata, !extradata.isEmpty {
             av_freep(&copy.pointee.extradata)
             guard let buffer = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {

@@ -252,6 +252,10 @@ public final class LivePublisher: Sendable {
         return queue
     }
 
+    /// Asks the publisher for a keyframe (WHIP: a PLI; RTMP cannot ask), e.g. so that an
+    /// individual recording can cut its segment near its target duration.
+    public func requestKeyframe() { state.withLock { $0.keyframeWanted = true } }
+
     /// Stops feeding a queue from `makeQueue`.
     public func release(_ queue: LiveMediaQueue) { detach(queue) }
 

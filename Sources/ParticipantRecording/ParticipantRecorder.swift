@@ -89,6 +89,7 @@ public final class ParticipantRecorder {
     private var discontinuityNext = false
     private var playlist: MediaPlaylist
     private var videoWaitsForKeyframe = true
+    private var keyframeWished = false
     private var thumbnails: ThumbnailMaker?
     private var thumbnailCount = 0
     private var finished = false
@@ -107,6 +108,15 @@ public final class ParticipantRecorder {
                                         latestThumbnail: thumbnailPlan?.latest == true)
         playlist = MediaPlaylist(targetDurationSeconds: plan.targetSegmentDurationSeconds, mediaSequence: 1, playlistType: .event)
         if let thumbnailPlan, thumbnailPlan.sequential || thumbnailPlan.latest { thumbnails = ThumbnailMaker(plan: thumbnailPlan) }
+    }
+
+    /// True once per segment that has run past its target duration without a keyframe to
+    /// cut at: the caller asks the publisher for one (WHIP senders send them rarely).
+    public func takeKeyframeWish() -> Bool {
+        guard run?.streams[.video] != nil, !keyframeWished, let start = segmentStart,
+              lastTime - start >= Int64(plan.targetSegmentDurationSeconds) * 1_000_000 else { return false }
+        keyframeWished = true
+        return true
     }
 
     /// Bytes stored so far.
@@ -211,11 +221,17 @@ public final class ParticipantRecorder {
         for type in [MediaType.video, .audio] {
             guard let setup = setups[type], type == .audio || plan.recordsVideo else { continue }
             var extradata: [UInt8]? = nil
+            var size: (width: Int, height: Int)? = nil
+            let keyframe = held.first { $0.type == .video && $0.packet.isKeyframe }?.packet
             if type == .video, setup.info.codecName == "h264", setup.parameters.extradata.isEmpty {
                 // WHIP H.264 carries its parameter sets in band: take them from the first keyframe.
-                extradata = held.first { $0.type == .video && $0.packet.isKeyframe }.flatMap { H264ParameterSets.annexB(in: $0.packet.bytes) }
+                extradata = keyframe.flatMap { H264ParameterSets.annexB(in: $0.bytes) }
             }
-            let parameters = try StreamParameters(copying: setup.parameters, timeBase: Self.microseconds, extradata: extradata)
+            if type == .video, setup.info.width <= 0 || setup.info.height <= 0, let keyframe {
+                // A stream announced without its size (WHIP): one keyframe decoded says it.
+                size = Self.pictureSize(of: keyframe, setup: setup)
+            }
+            let parameters = try StreamParameters(copying: setup.parameters, timeBase: Self.microseconds, extradata: extradata, size: size)
             streams[type] = try muxer.addStream(parameters)
             keys[type] = Self.key(setup)
         }
@@ -226,6 +242,15 @@ public final class ParticipantRecorder {
         upload(Data(try muxer.cutSegment()), key: plan.layout.renditionKey(initName))
         if runs == 1 { playlist.initSegmentURI = initName; uploadMultivariant(keys: streams.keys.sorted { $0 == .video && $1 != .video }) }
         run = Run(muxer: muxer, streams: streams, keys: keys, initName: initName)
+    }
+
+    private static func pictureSize(of keyframe: Packet, setup: MediaStreamSetup) -> (width: Int, height: Int)? {
+        guard let decoder = try? Decoder(parameters: setup.parameters, stream: setup.info) else { return nil }
+        let frame = Frame()
+        _ = try? decoder.send(keyframe)
+        _ = try? decoder.send(nil)
+        guard (try? decoder.receive(into: frame)) == .frame, frame.width > 0 else { return nil }
+        return (frame.width, frame.height)
     }
 
     private func write(_ type: MediaType, _ packet: Packet) throws(FFmpegError) {
@@ -259,6 +284,7 @@ public final class ParticipantRecorder {
         guard let run, let start = segmentStart, end > start else { return }
         let bytes = try run.muxer.cutSegment()
         segmentStart = nil
+        keyframeWished = false
         guard !bytes.isEmpty else { return }
         let number = playlist.segments.count + 1
         let name = ParticipantRecordingLayout.segmentName(number: number)

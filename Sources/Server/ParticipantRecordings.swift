@@ -110,7 +110,10 @@ final class ParticipantRecordings: Sendable {
             let queue = publisher.makeQueue()
             let source = LiveMediaSource(queue: queue, origin: 0, logger: logger)
             do {
-                while try recorder.record(from: source) { Thread.sleep(forTimeInterval: pollInterval) }
+                while try recorder.record(from: source) {
+                    if recorder.takeKeyframeWish() { publisher.requestKeyframe() }
+                    Thread.sleep(forTimeInterval: pollInterval)
+                }
             } catch {
                 publisher.release(queue)
                 state.closed.store(true, ordering: .releasing)

@@ -1192,6 +1192,69 @@ def test_individual_recording_rtmp_reconnect(d):
     check(d.stop() == 0, "the daemon exits cleanly")
 
 
+def recording_events_of(d, participant_id, timeout=50):
+    """The participant's "IVS Participant Recording State Change" events, once it has one that ends it."""
+    deadline = time.time() + timeout
+    found = []
+    while time.time() < deadline:
+        found = [e for e in d.events() if e["detail-type"] == "IVS Participant Recording State Change"
+                 and e["detail"]["participant_id"] == participant_id]
+        if any(e["detail"]["event_name"].startswith("Recording End") for e in found):
+            break
+        time.sleep(0.5)
+    return found
+
+
+def test_individual_recording_whip_and_media_types(d):
+    """Individual recording of WHIP publishers (aiortc, H.264 + Opus): an AUDIO_VIDEO stage
+    records its publisher's picture (green) and tone (880 Hz) as sent, Opus kept as Opus in the
+    fMP4 segments (no transcoding); an AUDIO_ONLY stage records audio segments only; a NONE
+    stage records thumbnails and no media segments."""
+    d.start()
+    _, sto = setup_encoder_and_storage(d)
+    from hostile_tests import whip_publisher, whip_result
+    results = {}
+    for media_type in ("AUDIO_VIDEO", "AUDIO_ONLY", "NONE"):
+        recording = {"storageConfigurationArn": sto, "mediaTypes": [media_type],
+                     "thumbnailConfiguration": {"recordingMode": "INTERVAL", "storage": ["SEQUENTIAL"], "targetIntervalSeconds": 2},
+                     "hlsConfiguration": {"targetSegmentDurationSeconds": 2}}
+        stage = d.cli("create-stage", "--name", media_type.lower(), "--auto-participant-recording-configuration",
+                      json.dumps(recording))["stage"]
+        participant_id, process, log = whip_publisher(d, stage["arn"], "whip", "whip_aiortc.py",
+                                                      ["--color", "0,255,0", "--tone-hz", "880", "--duration", "8",
+                                                       "--width", "320", "--height", "240"], d.workdir, f"whip-{media_type}")
+        result = whip_result(process, log, 60)
+        check(result.get("status") == 201 and result.get("dtls_state") == "connected", f"{media_type}: the WHIP publisher published: {result}")
+        events = recording_events_of(d, participant_id)
+        names = [e["detail"]["event_name"] for e in events]
+        check(names == ["Recording Start", "Recording End"], f"{media_type}: recording events {names}\n{d.log()}")
+        results[media_type] = os.path.join(d.recordings, events[-1]["detail"]["recording_s3_key_prefix"])
+    root = results["AUDIO_VIDEO"]
+    playlist = os.path.join(root, "media", "hls", "high", "playlist.m3u8")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_name:format=duration", "-of", "csv=p=0",
+                            os.path.join(root, "media", "hls", "multivariant.m3u8")], capture_output=True, text=True, timeout=60).stdout
+    print(f"WHIP AUDIO_VIDEO recording: {' '.join(probe.split())}")
+    check("h264" in probe and "opus" in probe, f"H.264 and Opus as sent: {probe}")
+    video, audio = media_check.Video(playlist, 320, 240), media_check.Audio(playlist)
+    check(video.duration >= 6, f"recording {video.duration:.1f} s")
+    wrong = [f"{t:.1f}s: {video.name(t, 160, 120)}" for t in [x * 0.5 for x in range(2, int(video.duration * 2) - 1)]
+             if video.name(t, 160, 120) != "green"]
+    check(not wrong, "green throughout: " + ", ".join(wrong[:20]))
+    quiet = [f"{t:.0f}s" for t in range(1, int(audio.duration) - 1) if audio.tone_level(880, t, t + 1.0) <= 0.03]
+    check(not quiet, f"880 Hz in every second: quiet at {quiet}")
+    check(os.path.exists(os.path.join(root, "media", "thumbnails", "high", "1.jpg")), "a thumbnail")
+    audio_only = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0",
+                                 os.path.join(results["AUDIO_ONLY"], "media", "hls", "high", "playlist.m3u8")],
+                                capture_output=True, text=True, timeout=60).stdout.split()
+    check(set(audio_only) == {"opus"}, f"AUDIO_ONLY: audio segments only: {audio_only}")
+    none = results["NONE"]
+    check(os.path.exists(os.path.join(none, "media", "thumbnails", "high", "1.jpg")), "NONE: thumbnails")
+    segments = [f for f in os.listdir(os.path.join(none, "media", "hls", "high")) if f.endswith(".mp4")] \
+        if os.path.isdir(os.path.join(none, "media", "hls", "high")) else []
+    check(not segments, f"NONE: no media segments: {segments}")
+    check(d.stop() == 0, "the daemon exits cleanly")
+
+
 def test_generated_join_leave_sequences(d):
     """Seeded random sequences of joins, unpublishes, kills and rejoins with the same key (four
     ffmpeg RTMP publishers and one aiortc WHIP publisher, at least 2.5 s apart), one stage and
@@ -1426,7 +1489,11 @@ def main():
     binary, name = sys.argv[1], sys.argv[2]
 
     def make_daemon(workdir):
-        daemon = live_daemon(binary, workdir)
+        ingest = None
+        if "whip" in name:
+            from whip_tests import free_udp_port
+            ingest = {"whip": {"port": free_udp_port()}}
+        daemon = live_daemon(binary, workdir, ingest=ingest)
         # Tests reconfigure with other options; the live ingest settings stay unless given.
         daemon.config_extra = {"ingest": daemon.config["ingest"]}
         original = daemon.reconfigure
