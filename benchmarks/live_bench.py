@@ -11,8 +11,11 @@
             barcode decoded on arrival. The same publisher pushed straight to nginx gives the
             baseline; the difference is what the compositor adds.
   memory    RSS of one composition after 1 and N minutes (--long N).
+  recording 12 publishers (720p30 2 Mbit/s, -c copy) on one stage without a composition, for
+            --duration s, with and without individual participant recording: the daemon's CPU
+            seconds per second, its RSS, and what the recordings stored.
 
-Usage: benchmarks/live_bench.py [--binary PATH] [--duration S] [--max N] [--long MINUTES] [--only density|latency|memory]
+Usage: benchmarks/live_bench.py [--binary PATH] [--duration S] [--max N] [--long MINUTES] [--only density|latency|memory|recording]
 """
 import argparse
 import json
@@ -345,13 +348,56 @@ def memory(binary, minutes):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def recording(binary, duration, publishers_count=12):
+    inputs = prepare_inputs()
+    print(f"recording: {publishers_count} publishers (720p30, 2 Mbit/s, -c copy) on one stage, {duration} s, "
+          "without and with individual recording")
+    for recorded in (False, True):
+        workdir = tempfile.mkdtemp(prefix="recording-bench-")
+        d = start_daemon(workdir, binary, 0)
+        publishers = Publishers()
+        try:
+            d.start()
+            args = ["create-stage", "--name", "bench"]
+            if recorded:
+                storage = d.cli("create-storage-configuration", "--name", "local",
+                                "--s3", "bucketName=rec-bucket")["storageConfiguration"]["arn"]
+                args += ["--auto-participant-recording-configuration", json.dumps({
+                    "storageConfigurationArn": storage, "mediaTypes": ["AUDIO_VIDEO"],
+                    "thumbnailConfiguration": {"recordingMode": "INTERVAL", "storage": ["SEQUENTIAL", "LATEST"],
+                                               "targetIntervalSeconds": 10}})]
+            stage = d.cli(*args)["stage"]
+            keys = [d.cli("create-ingest-configuration", "--stage-arn", stage["arn"], "--user-id", f"p{i}", "--ingest-protocol",
+                          "RTMP", "--insecure-ingest")["ingestConfiguration"]["streamKey"] for i in range(publishers_count)]
+            for index, key in enumerate(keys):
+                publishers.push(inputs[index % len(inputs)], stage["endpoints"]["rtmp"] + key)
+            time.sleep(8)
+            cpu0, t0, peak = cpu_seconds(d.process.pid), time.time(), 0.0
+            while time.time() - t0 < duration:
+                time.sleep(1)
+                peak = max(peak, rss_mib(d.process.pid))
+            cpu = (cpu_seconds(d.process.pid) - cpu0) / (time.time() - t0)
+            publishers.stop()
+            time.sleep(3)
+            stored = 0
+            for root, _, files in os.walk(d.recordings):
+                stored += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+            label = "recorded individually" if recorded else "not recorded"
+            print(f"  {label:>22}: daemon CPU {cpu:.3f} s/s ({cpu / publishers_count * 1000:.1f} ms per publisher-second), "
+                  f"peak RSS {peak:.0f} MiB, stored {stored / 1e6:.1f} MB")
+        finally:
+            publishers.stop()
+            d.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.path.join(REPO, ".build/release/stage-compositor"))
     parser.add_argument("--duration", type=int, default=60)
     parser.add_argument("--max", type=int, default=8)
     parser.add_argument("--long", type=int, default=30)
-    parser.add_argument("--only", choices=["density", "latency", "memory"])
+    parser.add_argument("--only", choices=["density", "latency", "memory", "recording"])
     parser.add_argument("--from", dest="start", type=int, default=1, help="first N of the density run")
     parser.add_argument("--keep-going", action="store_true", help="density: go on past the first N that drops")
     args = parser.parse_args()
@@ -363,6 +409,8 @@ def main():
         latency(args.binary, min(args.duration, 30))
     if args.only in (None, "memory"):
         memory(args.binary, args.long)
+    if args.only in (None, "recording"):
+        recording(args.binary, min(args.duration, 60))
 
 
 if __name__ == "__main__":

@@ -94,10 +94,14 @@ public struct StoredParticipant: Codable, Hashable, Sendable {
     public var stageArn: String
     public var sessionId: String
     public var participant: Participant
-    public init(stageArn: String, sessionId: String, participant: Participant) {
+    /// The individual recording in progress or last made (`<participant prefix>/<timestamp>`),
+    /// so that a restart after a crash can finalize it.
+    public var recordingPrefix: String?
+    public init(stageArn: String, sessionId: String, participant: Participant, recordingPrefix: String? = nil) {
         self.stageArn = stageArn
         self.sessionId = sessionId
         self.participant = participant
+        self.recordingPrefix = recordingPrefix
     }
 }
 

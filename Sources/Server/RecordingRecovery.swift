@@ -128,3 +128,70 @@ enum RecordingRecovery {
         return demuxer.durationMicroseconds
     }
 }
+
+/// The same for an individual participant recording (fMP4 segments `1.mp4`, `2.mp4`, ... after
+/// `init.mp4`, under `<prefix>/media/hls/high/`): the playlist rebuilt as VOD from the stored
+/// segments (durations from the last playlist, or measured with the init section for one it
+/// never listed) and recording-failed.json with what was stored.
+enum ParticipantRecordingRecovery {
+    static func finalize(prefix: String, storage: any ObjectStorage, stageArn: String, restartedAt: Date, reason: String,
+                         logger: Logger) async throws -> RecordingRecovery.Result {
+        let parts = prefix.split(separator: "/").map(String.init)
+        guard parts.count == 4 else { throw StorageError.invalidKey(key: prefix, reason: "not a participant recording prefix") }
+        let startedAt = parseTimestamp(parts[3])
+        let layout = ParticipantRecordingLayout(stageId: parts[0], sessionId: parts[1], participantId: parts[2],
+                                                startedAt: startedAt ?? restartedAt)
+        let renditionPrefix = layout.renditionPrefix + "/"
+        let known = try await RecordingRecovery.playlistText(storage, key: layout.mediaPlaylistKey).map(RecordingRecovery.parseDurations) ?? [:]
+        let keys = try await storage.list(prefix: renditionPrefix)
+        let segments = keys.compactMap { key -> (Int, String)? in
+            let name = String(key.dropFirst(renditionPrefix.count))
+            guard name.hasSuffix(".mp4"), !name.hasPrefix("init"), let number = Int(name.dropLast(4)) else { return nil }
+            return (number, name)
+        }.sorted { $0.0 < $1.0 }
+        // The configured target is not stored; EXT-X-TARGETDURATION follows the longest segment.
+        var playlist = MediaPlaylist(targetDurationSeconds: 1, mediaSequence: 1, playlistType: .vod,
+                                     initSegmentURI: keys.contains(renditionPrefix + "init.mp4") ? "init.mp4" : nil)
+        for (_, name) in segments {
+            if let duration = known[name] {
+                playlist.segments.append(HLSSegment(uri: name, duration: duration))
+            } else if let micro = await measure(storage: storage, initKey: renditionPrefix + "init.mp4", key: renditionPrefix + name),
+                      micro > 0 {
+                playlist.segments.append(HLSSegment(uri: name, duration: .microseconds(micro)))
+            } else {
+                logger.warning("segment cannot be read; left out of the playlist", metadata: ["segment": "\(name)"])
+            }
+        }
+        playlist = playlist.finished()
+        try await storage.put(Data(playlist.render().utf8), key: layout.mediaPlaylistKey)
+        let endedAt = min(startedAt.map { $0.addingTimeInterval(TimeInterval(playlist.durationMs) / 1000) } ?? restartedAt, restartedAt)
+        let metadata = layout.metadata(stageArn: stageArn, status: .recordingStarted, hls: true, sequentialThumbnails: false,
+                                       latestThumbnail: false)
+            .ended(at: endedAt, durationMs: playlist.durationMs, failure: reason)
+        try await storage.put(metadata.jsonData(), key: layout.metadataKey(for: metadata.status))
+        return RecordingRecovery.Result(segments: playlist.segments.count, durationMs: playlist.durationMs, endedAt: endedAt)
+    }
+
+    /// "2024-01-01T12-00-55Z" back to a date.
+    static func parseTimestamp(_ text: String) -> Date? {
+        let parts = text.dropLast().split(separator: "T")
+        guard text.hasSuffix("Z"), parts.count == 2 else { return nil }
+        let date = parts[0].split(separator: "-").compactMap { Int($0) }, time = parts[1].split(separator: "-").compactMap { Int($0) }
+        guard date.count == 3, time.count == 3 else { return nil }
+        var components = DateComponents()
+        (components.year, components.month, components.day) = (date[0], date[1], date[2])
+        (components.hour, components.minute, components.second) = (time[0], time[1], time[2])
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar.date(from: components)
+    }
+
+    /// A fragment's duration: the init section and the fragment as one file, demuxed.
+    static func measure(storage: any ObjectStorage, initKey: String, key: String) async -> Int64? {
+        guard let header = try? await storage.get(key: initKey), let fragment = try? await storage.get(key: key) else { return nil }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-\(UUID().uuidString).mp4")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard (try? (header + fragment).write(to: file)) != nil else { return nil }
+        return RecordingRecovery.measureDuration(path: file.path)
+    }
+}

@@ -68,6 +68,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     private var recordings: ParticipantRecordings?
     /// Each recorded participant's recording fields, merged into its stored record.
     private var recordingFields: [ParticipantRecordingKey: (state: ParticipantRecordingState, bucket: String, prefix: String)] = [:]
+    /// Each recorded participant's current recording (its full prefix).
+    private var recordingPrefixes: [ParticipantRecordingKey: String] = [:]
+    private var buckets: BucketService?
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink, hub: LiveStageHub,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics? = nil, logger: Logger) {
@@ -108,6 +111,10 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         do {
             for stored in try await store.openStageSessions() {
                 guard let sessionId = stored.session.sessionId else { continue }
+                for participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
+                where [.starting, .active, .stopping].contains(participant.participant.recordingState) {
+                    await recoverRecording(participant, restartedAt: wallClock())
+                }
                 for var participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
                 where participant.participant.state == .connected {
                     participant.participant.state = .disconnected
@@ -348,7 +355,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                         participant.recordingS3BucketName = fields.bucket
                         participant.recordingS3Prefix = fields.prefix
                     }
-                    try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant))
+                    try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant,
+                                                                     recordingPrefix: recordingPrefixes[key]))
                 case .appendEvent(let stageArn, let sessionId, let event):
                     try await store.appendParticipantEvent(stageArn: stageArn, sessionId: sessionId, ParticipantEvent(
                         name: APIModels.ParticipantEventName(rawValue: event.name.rawValue), participantId: event.participantId,
@@ -379,6 +387,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
 
     /// Starts recording individual participants (once, at start-up).
     public func enableParticipantRecording(buckets: BucketService) {
+        self.buckets = buckets
         recordings = ParticipantRecordings(buckets: buckets, logger: logger) { [weak self] key, change in
             guard let self else { return }
             Task { await self.recordingChanged(key, change) }
@@ -412,11 +421,41 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
 
     private func isConfigured(bucket: String) -> Bool { configuration.buckets[bucket] != nil }
 
+    /// A recording the previous run was writing when it died: its playlist rebuilt as VOD from
+    /// the stored segments, recording-failed.json, FAILED on the participant, and the event.
+    private func recoverRecording(_ stored: StoredParticipant, restartedAt: Date) async {
+        var updated = stored
+        updated.participant.recordingState = .failed
+        let bucket = stored.participant.recordingS3BucketName ?? ""
+        let participantId = stored.participant.participantId ?? ""
+        var durationMs: Int64 = 0
+        if let prefix = stored.recordingPrefix, let storage = buckets?.storage(bucket: bucket) {
+            do {
+                let result = try await ParticipantRecordingRecovery.finalize(prefix: prefix, storage: storage, stageArn: stored.stageArn,
+                                                                             restartedAt: restartedAt,
+                                                                             reason: "the daemon stopped while recording", logger: logger)
+                durationMs = result.durationMs
+                logger.notice("participant recording finalized after a restart", metadata: [
+                    "participant.id": "\(participantId)", "recording.prefix": "\(prefix)", "segments": "\(result.segments)",
+                    "duration_ms": "\(result.durationMs)"])
+            } catch {
+                logger.error("participant recording could not be finalized", metadata: ["recording.prefix": "\(prefix)", "error": "\(error)"])
+            }
+        }
+        do { try await store.putParticipant(updated) } catch {
+            logger.error("participant recording state could not be persisted", metadata: ["error": "\(error)"])
+        }
+        await events.publish(builder.participantRecording(.recordingEndFailure, stageArn: stored.stageArn, sessionId: stored.sessionId,
+                                                          participantId: participantId, bucket: bucket,
+                                                          keyPrefix: stored.recordingPrefix ?? "", durationMs: durationMs))
+    }
+
     /// A recording's state changed: persisted on the participant, and the event sent.
     func recordingChanged(_ key: ParticipantRecordingKey, _ change: ParticipantRecordingChange) async {
         switch change {
         case .active(let bucket, let prefix, let participantPrefix, let first):
             recordingFields[key] = (.active, bucket, participantPrefix)
+            recordingPrefixes[key] = prefix
             await saveRecordingFields(key)
             if first {
                 await events.publish(builder.participantRecording(.recordingStart, stageArn: key.stageArn, sessionId: key.sessionId,
@@ -444,6 +483,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
             stored.participant.recordingState = fields.state
             stored.participant.recordingS3BucketName = fields.bucket
             stored.participant.recordingS3Prefix = fields.prefix
+            stored.recordingPrefix = recordingPrefixes[key] ?? stored.recordingPrefix
             try await store.putParticipant(stored)
         } catch {
             logger.error("participant recording state could not be persisted", metadata: ["error": "\(error)"])

@@ -1161,6 +1161,10 @@ def test_individual_recording_rtmp_reconnect(d):
                         "--participant-id", ingest["participantId"])["participant"]
     check(participant.get("recordingState") == "STOPPED" and participant.get("recordingS3BucketName") == "rec-bucket"
           and participant.get("recordingS3Prefix") == f"{stage_id}/{session}/{ingest['participantId']}", f"participant: {participant}")
+    listed = d.cli("list-participants", "--stage-arn", stage["arn"], "--session-id", session,
+                   "--filter-by-recording-state", "STOPPED")["participants"]
+    check([p["participantId"] for p in listed if p["participantId"] == ingest["participantId"]] == [ingest["participantId"]],
+          f"filterByRecordingState STOPPED lists it: {listed}")
     root = os.path.join(d.recordings, prefix)
     recordings = os.listdir(os.path.join(d.recordings, stage_id, session, ingest["participantId"]))
     check(len(recordings) == 1, f"one recording for the reconnect: {recordings}")
@@ -1252,6 +1256,64 @@ def test_individual_recording_whip_and_media_types(d):
     segments = [f for f in os.listdir(os.path.join(none, "media", "hls", "high")) if f.endswith(".mp4")] \
         if os.path.isdir(os.path.join(none, "media", "hls", "high")) else []
     check(not segments, f"NONE: no media segments: {segments}")
+    check(d.stop() == 0, "the daemon exits cleanly")
+
+
+def test_individual_recording_survives_kill9(d):
+    """An RTMP publisher recorded individually (2 s segments) for about 7 s, then the daemon is
+    killed with SIGKILL and restarted: the recording gets recording-failed.json and a VOD
+    playlist naming every segment stored before the kill (which ffprobe plays), the
+    participant's recordingState is FAILED, and a "Recording End Failure" event is sent."""
+    d.start()
+    _, sto = setup_encoder_and_storage(d)
+    recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "hlsConfiguration": {"targetSegmentDurationSeconds": 2},
+                 "thumbnailConfiguration": {"recordingMode": "DISABLED"}}
+    stage = d.cli("create-stage", "--name", "killed", "--auto-participant-recording-configuration", json.dumps(recording))["stage"]
+    ingest = create_ingest(d, stage["arn"], "rec", secure=False)
+    publisher = Publisher(publish_url(stage, ingest, False), "red", 440, d.workdir, "killed")
+    try:
+        wait_published(d, stage["arn"], ingest["participantId"])
+        session = session_id(d, stage["arn"])
+        root_parent = os.path.join(d.recordings, stage["arn"].rsplit("/", 1)[1], session, ingest["participantId"])
+        deadline = time.time() + 30
+        segments = []
+        while time.time() < deadline:
+            if os.path.isdir(root_parent) and os.listdir(root_parent):
+                rendition = os.path.join(root_parent, os.listdir(root_parent)[0], "media", "hls", "high")
+                segments = [f for f in os.listdir(rendition) if f.endswith(".mp4") and f[0].isdigit()] if os.path.isdir(rendition) else []
+                if len(segments) >= 3:
+                    break
+            time.sleep(0.2)
+        check(len(segments) >= 3, f"segments before the kill: {segments}")
+        d.process.kill()
+        d.process.wait()
+    finally:
+        publisher.kill()
+    root = os.path.join(root_parent, os.listdir(root_parent)[0])
+    rendition = os.path.join(root, "media", "hls", "high")
+    before = sorted((f for f in os.listdir(rendition) if f.endswith(".mp4") and f[0].isdigit()), key=lambda f: int(f[:-4]))
+    check(not os.path.exists(os.path.join(root, "events", "recording-failed.json")), "no final metadata before the restart")
+    d.start()
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.exists(os.path.join(root, "events", "recording-failed.json")):
+        time.sleep(0.2)
+    with open(os.path.join(root, "events", "recording-failed.json")) as f:
+        failed = json.load(f)
+    check(failed["recording_status"] == "RECORDING_ENDED_WITH_FAILURE", f"recording-failed.json: {failed}")
+    with open(os.path.join(rendition, "playlist.m3u8")) as f:
+        text = f.read()
+    listed = re.findall(r"^(\d+\.mp4)$", text, re.M)
+    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and listed == before, f"VOD playlist of the stored segments {before}:\n{text}")
+    duration = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+                                     os.path.join(rendition, "playlist.m3u8")], capture_output=True, text=True,
+                                    timeout=60).stdout.strip().splitlines()[-1])
+    print(f"after kill -9: {len(listed)} segments, {duration:.1f} s playable, duration_ms {failed['media']['hls']['duration_ms']}")
+    check(duration >= 4, f"playable {duration:.1f} s")
+    participant = d.cli("get-participant", "--stage-arn", stage["arn"], "--session-id", session,
+                        "--participant-id", ingest["participantId"])["participant"]
+    check(participant.get("recordingState") == "FAILED", f"participant: {participant}")
+    names = [e["detail"]["event_name"] for e in d.events() if e["detail-type"] == "IVS Participant Recording State Change"]
+    check(names[-1:] == ["Recording End Failure"], f"events: {names}")
     check(d.stop() == 0, "the daemon exits cleanly")
 
 
