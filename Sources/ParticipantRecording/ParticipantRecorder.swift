@@ -90,6 +90,10 @@ public final class ParticipantRecorder {
     private var playlist: MediaPlaylist
     private var videoWaitsForKeyframe = true
     private var keyframeWished = false
+    /// A video codec fMP4 HLS cannot carry (VP8 from a WHIP publisher that offered no H.264):
+    /// its audio and thumbnails are recorded, and the recording's status message says so.
+    private var omittedVideoCodec: String?
+    static let mp4VideoCodecs: Set<String> = ["h264", "hevc", "av1", "vp9"]
     private var thumbnails: ThumbnailMaker?
     private var thumbnailCount = 0
     private var finished = false
@@ -220,6 +224,14 @@ public final class ParticipantRecorder {
         var streams: [MediaType: Int] = [:], keys: [MediaType: String] = [:]
         for type in [MediaType.video, .audio] {
             guard let setup = setups[type], type == .audio || plan.recordsVideo else { continue }
+            if type == .video, !Self.mp4VideoCodecs.contains(setup.info.codecName) {
+                if omittedVideoCodec == nil {
+                    logger.warning("video not recorded: fMP4 HLS cannot carry this codec; audio and thumbnails are",
+                                   metadata: ["codec": "\(setup.info.codecName)"])
+                }
+                omittedVideoCodec = setup.info.codecName
+                continue
+            }
             var extradata: [UInt8]? = nil
             var size: (width: Int, height: Int)? = nil
             let keyframe = held.first { $0.type == .video && $0.packet.isKeyframe }?.packet
@@ -355,7 +367,8 @@ public final class ParticipantRecorder {
             playlist = playlist.finished()
             upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey)
         }
-        metadata = metadata.ended(at: now(), durationMs: playlist.durationMs, failure: problem)
+        let note = omittedVideoCodec.map { "video (\($0.uppercased())) not recorded: fMP4 HLS cannot carry it; audio and thumbnails recorded" }
+        metadata = metadata.ended(at: now(), durationMs: playlist.durationMs, failure: problem, message: note)
         upload(metadata.jsonData(), key: plan.layout.metadataKey(for: metadata.status))
         if let failure = uploads.finish() {
             problem = problem ?? failure

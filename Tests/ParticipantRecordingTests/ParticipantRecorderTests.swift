@@ -58,11 +58,12 @@ enum RecorderHarness {
 
     /// `seconds` of red picture (GOP 1 s) and a 440 Hz tone: H.264 + AAC in FLV (as RTMP
     /// carries them), or H.264 + Opus in Matroska (as WHIP carries them).
-    static func clip(seconds: Int, in directory: URL, opus: Bool = false) throws -> String {
-        let path = directory.appendingPathComponent(opus ? "clip.mkv" : "clip.flv").path
+    static func clip(seconds: Int, in directory: URL, opus: Bool = false, vp8: Bool = false) throws -> String {
+        let path = directory.appendingPathComponent(opus || vp8 ? "clip.mkv" : "clip.flv").path
+        let video = vp8 ? ["-c:v", "libvpx", "-deadline", "realtime", "-g", "30"]
+            : ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-bf", "0"]
         try ffmpeg(["-f", "lavfi", "-i", "color=c=red:size=320x240:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-                    "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-bf", "0",
-                    "-c:a", opus ? "libopus" : "aac", "-b:a", "64k", path])
+                    "-t", "\(seconds)"] + video + ["-c:a", opus || vp8 ? "libopus" : "aac", "-b:a", "64k", path])
         return path
     }
 
@@ -150,5 +151,22 @@ struct ParticipantRecorderTests {
         #expect(!FileManager.default.fileExists(atPath: none.url(none.layout.mediaPlaylistKey).path))
         let ended = try none.json(none.layout.metadataKey(for: .recordingEnded))
         #expect(Set(((ended["media"] as? [String: Any]) ?? [:]).keys) == ["hls", "thumbnails"])
+    }
+
+    @Test("VP8 (which fMP4 HLS cannot carry) is left out and said so; its Opus audio and thumbnails are recorded")
+    func vp8IsLeftOutAndSaidSo() async throws {
+        let directory = try RecorderHarness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clip = try RecorderHarness.clip(seconds: 4, in: directory, vp8: true)
+        let (output, outcome) = try await RecorderHarness.record(file: clip, plan: { layout in
+            ParticipantRecordingPlan(layout: layout, stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/AbCdef1G2hij",
+                                     targetSegmentDurationSeconds: 2, thumbnails: ThumbnailPlan(intervalSeconds: 1, sequential: true))
+        }, in: directory)
+        #expect(outcome.status == .recordingEnded && outcome.thumbnails >= 3, "\(outcome)")
+        let streams = try RecorderHarness.ffprobe(["-show_entries", "stream=codec_name", "-of", "csv=p=0",
+                                                   output.url(output.layout.mediaPlaylistKey).path])
+        #expect(Set(streams.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }) == ["opus"], "\(streams)")
+        let ended = try output.json(output.layout.metadataKey(for: .recordingEnded))
+        #expect((ended["recording_status_message"] as? String)?.contains("VP8") == true, "\(ended)")
     }
 }
