@@ -385,39 +385,29 @@ public final class ParticipantRecorder {
 }
 
 /// Thumbnails from video keyframes only, at most one per interval: each keyframe due is
-/// decoded on its own (an IDR needs nothing before it) and encoded as JPEG at its size.
+/// decoded on its own (an IDR needs nothing before it) by a decoder made for it and dropped
+/// after (a 720p H.264 decoder holds several MiB of pictures; thumbnails are seconds apart),
+/// and encoded as JPEG at its size.
 final class ThumbnailMaker {
     let plan: ThumbnailPlan
-    private var decoder: Decoder?
-    private var decoderKey: String?
     private var last: Int64?
-    private let frame = Frame()
 
     init(plan: ThumbnailPlan) { self.plan = plan }
 
-    func reset() {
-        decoder = nil
-        decoderKey = nil
-    }
+    func reset() {}
 
     func thumbnail(_ packet: Packet, setup: MediaStreamSetup, at time: Int64, logger: Logger) -> [UInt8]? {
         if let last, time - last < Int64(plan.intervalSeconds) * 1_000_000 { return nil }
         do {
-            if decoder == nil {
-                decoder = try Decoder(parameters: setup.parameters, stream: setup.info)
-            }
-            guard let decoder else { return nil }
+            let decoder = try Decoder(parameters: setup.parameters, stream: setup.info)
+            let frame = Frame()
             _ = try decoder.send(packet)
             _ = try decoder.send(nil)
-            defer { decoder.flush() }
             guard try decoder.receive(into: frame) == .frame, frame.isYUV420P else { return nil }
             last = time
-            // One encoder per picture: thumbnails are seconds apart, and a decoded frame's
-            // properties vary from one keyframe to the next.
             return try JPEGEncoder(width: frame.width, height: frame.height).encode(frame)
         } catch {
             logger.debug("no thumbnail from this keyframe", metadata: ["error": "\(error)"])
-            self.decoder = nil
             return nil
         }
     }
