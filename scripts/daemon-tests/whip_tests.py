@@ -239,8 +239,16 @@ def test_whip_http_rules(d):
         check(status == 400 and "video" in body and "H.264" in body, f"offer without video: {status} {body}")
         status, _, body = whip_post(url, good["token"], offer)
         check(status == 409 and "already publishing" in body, f"the same token twice: {status} {body}")
-        events = [e["detail"] for e in stage_updates(d, arn_stage) if e["detail"]["event_name"] == "Participant Publish Error"]
-        codes = {(e["participant_id"], e["error_code"]) for e in events}
+        # Refusals reach the event sinks asynchronously: wait for the three (bounded).
+        wanted = {(subscriber["participantId"], "INSUFFICIENT_CAPABILITIES"), (nv["participantId"], "INVALID_VIDEO_CODEC"),
+                  (good["participantId"], "REUSE_OF_STREAM_KEY")}
+        deadline = time.time() + 10
+        while True:
+            events = [e["detail"] for e in stage_updates(d, arn_stage) if e["detail"]["event_name"] == "Participant Publish Error"]
+            codes = {(e["participant_id"], e["error_code"]) for e in events}
+            if wanted <= codes or time.time() > deadline:
+                break
+            time.sleep(0.1)
         check((subscriber["participantId"], "INSUFFICIENT_CAPABILITIES") in codes and (nv["participantId"], "INVALID_VIDEO_CODEC") in codes
               and (good["participantId"], "REUSE_OF_STREAM_KEY") in codes, f"publish error events: {events}")
 
