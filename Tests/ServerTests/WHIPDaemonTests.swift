@@ -18,6 +18,7 @@ final class WHIPDaemonTests: XCTestCase {
 
     func testMixedStageAiortcH264VP8AndRTMP() throws { try run("mixed_stage_aiortc_h264_vp8_and_rtmp") }
     func testWHIPHTTPRulesAndRefusals() throws { try run("whip_http_rules") }
+    func testChromiumIsRecordedIndividually() throws { try run("chromium_is_recorded_individually") }
     func testSTUNWithAWrongPasswordIsAnswered401() throws { try run("stun_with_a_wrong_password_is_answered_401") }
     func testWHIPBitrateOverTheMaximumIsDisconnected() throws { try run("whip_bitrate_over_the_maximum_is_disconnected") }
     func testAiortcFlashAndBeepStayInSync() throws { try run("aiortc_flash_and_beep_stay_in_sync") }

@@ -426,6 +426,45 @@ def chromium_result(browser, watch):
     return result
 
 
+def test_chromium_is_recorded_individually(d):
+    """Headless Chromium publishing a blue picture and a 440 Hz tone over WHIP to a stage with
+    autoParticipantRecordingConfiguration, for 8 s: its recording holds H.264 and Opus as
+    Chromium sent them (no transcoding), plays for the publishing time within a segment, is
+    blue with its tone, and the events say Recording Start then Recording End."""
+    d.start()
+    _, sto = setup_encoder_and_storage(d)
+    files = chromium_fixture(d, color="0,0,255", tone_hz=440, flash_every=0, width=640, height=360)
+    recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "hlsConfiguration": {"targetSegmentDurationSeconds": 2},
+                 "thumbnailConfiguration": {"recordingMode": "INTERVAL", "storage": ["LATEST"], "targetIntervalSeconds": 2}}
+    stage = d.cli("create-stage", "--name", "chromium", "--auto-participant-recording-configuration", json.dumps(recording))["stage"]
+    tok = token(d, stage["arn"], "browser")
+    log = open(os.path.join(d.workdir, "chromium.log"), "w")
+    browser = subprocess.Popen([sys.executable, os.path.join(CLIENTS, "whip_chromium.py"), "--url", stage["endpoints"]["whip"],
+                                "--token", tok["token"], "--video", files["video"], "--audio", files["audio"], "--duration", "8"],
+                               stdout=subprocess.PIPE, stderr=log, text=True)
+    chromium_result(browser, lambda: None)
+    from live_tests import recording_events_of
+    events = recording_events_of(d, tok["participantId"])
+    names = [e["detail"]["event_name"] for e in events]
+    check(names == ["Recording Start", "Recording End"], f"recording events: {names}")
+    root = os.path.join(d.recordings, events[-1]["detail"]["recording_s3_key_prefix"])
+    playlist = os.path.join(root, "media", "hls", "high", "playlist.m3u8")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_name:format=duration", "-of", "csv=p=0", playlist],
+                           capture_output=True, text=True, timeout=60).stdout.split()
+    print(f"Chromium recording: {' '.join(probe)}")
+    check("h264" in probe and "opus" in probe, f"H.264 and Opus as sent: {probe}")
+    duration = float(probe[-1])
+    check(abs(duration - 8) <= 2.5, f"recording {duration:.1f} s for 8 s of publishing")
+    video, audio = media_check.Video(playlist, 640, 360), media_check.Audio(playlist)
+    wrong = [f"{t:.1f}s: {video.name(t, 320, 180)}" for t in [x * 0.5 for x in range(2, int(video.duration * 2) - 1)]
+             if video.name(t, 320, 180) != "blue"]
+    check(not wrong, "blue throughout: " + ", ".join(wrong[:20]))
+    quiet = [f"{t:.0f}s" for t in range(1, int(audio.duration) - 1) if audio.tone_level(440, t, t + 1.0) <= 0.03]
+    check(not quiet, f"440 Hz in every second: quiet at {quiet}")
+    check(os.path.exists(os.path.join(root, "media", "latest_thumbnail", "high", "thumb.jpg")), "the latest thumbnail")
+    check(d.stop() == 0, "exit status")
+
+
 def stop_and_read_recording(d, arn):
     """Stops the composition and the daemon; the recording's playlist."""
     d.cli("stop-composition", "--arn", arn)
