@@ -319,6 +319,60 @@ def test_outage_delays_but_loses_nothing(d):
         moto.stop()
 
 
+def test_individual_recording_through_an_outage(d):
+    """A publisher recorded individually (2 s segments) to the S3 bucket, which refuses
+    connections for 15 s in the middle: the segments wait in the spool, and after the outage
+    the recording in the bucket is whole — a VOD fMP4 playlist listing every stored segment,
+    recording-ended.json, playable for the publishing time."""
+    moto = Moto(d.workdir)
+    proxy = FaultProxy(moto.port)
+    publisher = None
+    try:
+        s3_daemon(d, proxy)
+        d.start()
+        _, sto = setup_encoder_and_storage(d)
+        recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "hlsConfiguration": {"targetSegmentDurationSeconds": 2},
+                     "thumbnailConfiguration": {"recordingMode": "DISABLED"}}
+        stage = d.cli("create-stage", "--name", "s3rec", "--auto-participant-recording-configuration", json.dumps(recording))["stage"]
+        ingest = create_ingest(d, stage["arn"], "alice", secure=False)
+        publisher = Publisher(publish_url(stage, ingest, False), "green", 440, d.workdir, "s3rec", gop=FPS)
+        started = time.time()
+        segments = lambda: [k for k in moto.keys("") if k.endswith(".mp4") and "/media/hls/high/" in k and not k.endswith("init.mp4")]
+        wait_for("two segments stored before the outage", lambda: len(segments()) >= 2, 40)
+        proxy.set_mode("refuse")
+        time.sleep(15)
+        spooled = metric(d, "stage_compositor_spool_objects")
+        check(spooled > 0, f"the spool holds the segments during the outage: {spooled}")
+        proxy.set_mode("pass")
+        time.sleep(4)
+        publisher.stop()
+        published = time.time() - started
+        wait_for("recording-ended.json in the bucket",
+                 lambda: [k for k in moto.keys("") if k.endswith("events/recording-ended.json")], 60)
+        ended_key = [k for k in moto.keys("") if k.endswith("events/recording-ended.json")][0]
+        prefix = ended_key.rsplit("/events/", 1)[0]
+        local = tempfile.mkdtemp(prefix="s3-download-", dir=d.workdir)
+        moto.download(prefix, local)
+        with open(os.path.join(local, "media", "hls", "high", "playlist.m3u8")) as f:
+            playlist = f.read()
+        listed = re.findall(r"^(\d+\.mp4)$", playlist, re.M)
+        stored = sorted((os.path.basename(k) for k in moto.keys(prefix) if re.search(r"/\d+\.mp4$", k)), key=lambda n: int(n[:-4]))
+        check("#EXT-X-PLAYLIST-TYPE:VOD" in playlist and listed == stored and listed == [f"{i}.mp4" for i in range(1, len(listed) + 1)],
+              f"the playlist lists every stored segment: {listed} vs {stored}")
+        duration = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+                                         os.path.join(local, "media", "hls", "high", "playlist.m3u8")],
+                                        capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[-1])
+        print(f"individual recording through a 15 s outage: spool held {int(spooled)} objects; {len(listed)} segments, "
+              f"{duration:.1f} s for {published:.1f} s published")
+        check(abs(duration - published) <= 3.0, f"recording {duration:.1f} s for {published:.1f} s published")
+        check(d.stop() == 0, "exit status")
+    finally:
+        if publisher:
+            publisher.kill()
+        proxy.close()
+        moto.stop()
+
+
 def spooled_keys(d):
     """The keys waiting in the daemon's spool, from the files on disk."""
     root = os.path.join(d.workdir, "state", "spool")
