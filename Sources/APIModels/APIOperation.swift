@@ -45,6 +45,9 @@ public enum APIOperation: String, Sendable, CaseIterable {
     case tagResource = "TagResource"
     case untagResource = "UntagResource"
     case listTagsForResource = "ListTagsForResource"
+    case startParticipantReplication = "StartParticipantReplication"
+    case stopParticipantReplication = "StopParticipantReplication"
+    case listParticipantReplicas = "ListParticipantReplicas"
 
     public var name: String { rawValue }
 
@@ -102,6 +105,10 @@ public enum APIOperation: String, Sendable, CaseIterable {
         case .importPublicKey: [.validation, .accessDenied, .serviceQuotaExceeded, .conflict, .pendingVerification]
         case .getPublicKey: [.resourceNotFound, .validation, .accessDenied]
         case .listPublicKeys: [.validation, .accessDenied]
+        case .startParticipantReplication:
+            [.resourceNotFound, .validation, .accessDenied, .internalServer, .serviceQuotaExceeded, .conflict, .pendingVerification]
+        case .stopParticipantReplication: [.resourceNotFound, .validation, .accessDenied, .internalServer]
+        case .listParticipantReplicas: [.validation, .accessDenied]
         }
     }
 
@@ -205,5 +212,6 @@ extension APIOperation {
         UpdateIngestConfigurationRequest.self, DeleteIngestConfigurationRequest.self,
         CreateParticipantTokenRequest.self,
         ImportPublicKeyRequest.self, GetPublicKeyRequest.self, ListPublicKeysRequest.self, DeletePublicKeyRequest.self,
+        StartParticipantReplicationRequest.self, StopParticipantReplicationRequest.self, ListParticipantReplicasRequest.self,
     ]
 }

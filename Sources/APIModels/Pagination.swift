@@ -8,7 +8,7 @@ public enum Pagination {
     public static func defaultMaxResults(for operation: APIOperation) -> Int {
         switch operation {
         case .listStages, .listStageSessions, .listParticipants, .listParticipantEvents, .listIngestConfigurations,
-             .listPublicKeys:
+             .listPublicKeys, .listParticipantReplicas:
             50
         default:
             100

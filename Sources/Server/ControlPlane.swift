@@ -33,6 +33,26 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
     /// Runs one operation. `query` is the raw query string (UntagResource's tagKeys).
     public func handle(_ route: APIOperation.Route, query: String, body: Data) async throws(APIError) -> Data {
         switch route.operation {
+        case .startParticipantReplication:
+            let request = try decode(StartParticipantReplicationRequest.self, body)
+            let source = try await stage(request.sourceStageArn), destination = try await stage(request.destinationStageArn)
+            guard source.sourcePath == nil, destination.sourcePath == nil else {
+                throw .validation("participant replication is between live stages, not recorded ones")
+            }
+            try await runtime.startReplication(request, destination: destination.stage)
+            return try APIJSON.encode(StartParticipantReplicationResponse())
+        case .stopParticipantReplication:
+            let request = try decode(StopParticipantReplicationRequest.self, body)
+            try await runtime.stopReplication(sourceStageArn: request.sourceStageArn, destinationStageArn: request.destinationStageArn,
+                                              participantId: request.participantId)
+            return try APIJSON.encode(StopParticipantReplicationResponse())
+        case .listParticipantReplicas:
+            let request = try decode(ListParticipantReplicasRequest.self, body)
+            let replicas = await runtime.replicas(sourceStageArn: request.sourceStageArn, participantId: request.participantId)
+            let page = try Pagination.page(replicas, key: { $0.destinationStageArn }, nextToken: request.nextToken,
+                                           maxResults: request.maxResults,
+                                           defaultMaxResults: Pagination.defaultMaxResults(for: .listParticipantReplicas))
+            return try APIJSON.encode(ListParticipantReplicasResponse(replicas: page.items, nextToken: page.nextToken))
         case .startComposition:
             let request = try decode(StartCompositionRequest.self, body)
             return try APIJSON.encode(StartCompositionResponse(composition: try await manager.start(request)))

@@ -71,6 +71,12 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     /// Each recorded participant's current recording (its full prefix).
     private var recordingPrefixes: [ParticipantRecordingKey: String] = [:]
     private var buckets: BucketService?
+    /// Participant replication: each replica, and the replication fields of the participants
+    /// involved (SOURCE on the source stage, REPLICA on the destination).
+    struct ReplicaKey: Hashable { var source: String, destination: String, participantId: String }
+    private var replicaState: [ReplicaKey: (replica: ParticipantReplica, forwarder: ReplicaForwarder)] = [:]
+    private var replicationFields: [ParticipantRecordingKey: (type: ReplicationType, state: ReplicationState?, sourceStageArn: String?,
+                                                              sourceSessionId: String?)] = [:]
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink, hub: LiveStageHub,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics? = nil, logger: Logger) {
@@ -355,6 +361,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                         participant.recordingS3BucketName = fields.bucket
                         participant.recordingS3Prefix = fields.prefix
                     }
+                    if let fields = replicationFields[key] { Self.apply(fields, to: &participant) }
                     try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant,
                                                                      recordingPrefix: recordingPrefixes[key]))
                 case .appendEvent(let stageArn, let sessionId, let event):
@@ -476,18 +483,99 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     }
 
     private func saveRecordingFields(_ key: ParticipantRecordingKey) async {
-        guard let fields = recordingFields[key] else { return }
         do {
             guard var stored = try await store.participant(stageArn: key.stageArn, sessionId: key.sessionId,
                                                            participantId: key.participantId) else { return }
-            stored.participant.recordingState = fields.state
-            stored.participant.recordingS3BucketName = fields.bucket
-            stored.participant.recordingS3Prefix = fields.prefix
+            if let fields = recordingFields[key] {
+                stored.participant.recordingState = fields.state
+                stored.participant.recordingS3BucketName = fields.bucket
+                stored.participant.recordingS3Prefix = fields.prefix
+            }
+            if let fields = replicationFields[key] { Self.apply(fields, to: &stored.participant) }
             stored.recordingPrefix = recordingPrefixes[key] ?? stored.recordingPrefix
             try await store.putParticipant(stored)
         } catch {
             logger.error("participant recording state could not be persisted", metadata: ["error": "\(error)"])
         }
+    }
+
+    // MARK: Participant replication
+
+    private static func apply(_ fields: (type: ReplicationType, state: ReplicationState?, sourceStageArn: String?, sourceSessionId: String?),
+                              to participant: inout Participant) {
+        participant.replicationType = fields.type
+        participant.replicationState = fields.state
+        participant.sourceStageArn = fields.sourceStageArn
+        participant.sourceSessionId = fields.sourceSessionId
+    }
+
+    /// StartParticipantReplication: the source participant must be publishing now.
+    func startReplication(_ request: StartParticipantReplicationRequest, destination: Stage) async throws(APIError) {
+        let key = ReplicaKey(source: request.sourceStageArn, destination: request.destinationStageArn, participantId: request.participantId)
+        guard replicaState[key] == nil else {
+            throw .conflict("participant \(request.participantId) is already replicated to \(request.destinationStageArn)")
+        }
+        guard let source = hub.publishers(stageArn: request.sourceStageArn).first(where: { $0.identity.participantId == request.participantId }),
+              let sourceSession = book.activeSession(stageArn: request.sourceStageArn) else {
+            throw .resourceNotFound("participant \(request.participantId) is not publishing on \(request.sourceStageArn)")
+        }
+        guard !book.isConnected(stageArn: request.destinationStageArn, participantId: request.participantId) else {
+            throw .conflict("participant \(request.participantId) is already on \(request.destinationStageArn)")
+        }
+        let attributes = request.attributes ?? [:]
+        let identity = LiveParticipantIdentity(participantId: request.participantId, userId: source.identity.userId, attributes: attributes)
+        let replica = hub.join(stageArn: request.destinationStageArn, identity: identity)
+        await apply(book.joinAndPublish(stageArn: request.destinationStageArn, participantId: request.participantId,
+                                        userId: source.identity.userId, attributes: attributes, transport: "",
+                                        ingestConfigurationArn: nil, at: seconds()))
+        let destinationSession = book.activeSession(stageArn: request.destinationStageArn) ?? ""
+        let replicaKey = ParticipantRecordingKey(stageArn: request.destinationStageArn, sessionId: destinationSession,
+                                                 participantId: request.participantId)
+        let sourceKey = ParticipantRecordingKey(stageArn: request.sourceStageArn, sessionId: sourceSession, participantId: request.participantId)
+        replicationFields[replicaKey] = (.replica, .active, request.sourceStageArn, sourceSession)
+        replicationFields[sourceKey] = (.source, nil, nil, nil)
+        await saveRecordingFields(replicaKey)
+        await saveRecordingFields(sourceKey)
+        var replicaLogger = logger
+        replicaLogger[metadataKey: "participant.id"] = "\(request.participantId)"
+        replicaLogger[metadataKey: "replica.destination"] = "\(request.destinationStageArn)"
+        let forwarder = ReplicaForwarder()
+        forwarder.start(source: source, replica: replica, hub: hub, window: TimeInterval(request.reconnectWindowSeconds ?? 0),
+                        logger: replicaLogger) { [weak self] reason in
+            guard let self else { return }
+            Task { await self.replicationEnded(key, replicaKey: replicaKey, reason: reason) }
+        }
+        replicaState[key] = (ParticipantReplica(sourceStageArn: request.sourceStageArn, participantId: request.participantId,
+                                                sourceSessionId: sourceSession, destinationStageArn: request.destinationStageArn,
+                                                destinationSessionId: destinationSession, replicationState: .active), forwarder)
+        replicaLogger.info("participant replication started", metadata: ["replica.source": "\(request.sourceStageArn)"])
+        if destination.autoParticipantRecordingConfiguration?.recordParticipantReplicas ?? true {
+            await startRecording(replica, stage: destination, logger: replicaLogger)
+        }
+    }
+
+    /// StopParticipantReplication: the replica leaves its destination stage.
+    func stopReplication(sourceStageArn: String, destinationStageArn: String, participantId: String) throws(APIError) {
+        let key = ReplicaKey(source: sourceStageArn, destination: destinationStageArn, participantId: participantId)
+        guard let entry = replicaState[key], entry.replica.replicationState == .active else {
+            throw .resourceNotFound("participant \(participantId) of \(sourceStageArn) is not replicated to \(destinationStageArn)")
+        }
+        replicaState[key]?.replica.replicationState = .stopped
+        entry.forwarder.stop()
+    }
+
+    /// ListParticipantReplicas: the replicas of one source participant.
+    func replicas(sourceStageArn: String, participantId: String) -> [ParticipantReplica] {
+        replicaState.filter { $0.key.source == sourceStageArn && $0.key.participantId == participantId }.map(\.value.replica)
+    }
+
+    private func replicationEnded(_ key: ReplicaKey, replicaKey: ParticipantRecordingKey, reason: String) async {
+        guard replicaState.removeValue(forKey: key) != nil else { return }
+        await apply(book.leave(stageArn: key.destination, participantId: key.participantId, at: seconds()))
+        if let fields = replicationFields[replicaKey] { replicationFields[replicaKey] = (fields.type, .stopped, fields.sourceStageArn, fields.sourceSessionId) }
+        await saveRecordingFields(replicaKey)
+        logger.info("participant replication ended", metadata: ["participant.id": "\(key.participantId)",
+                                                                 "replica.destination": "\(key.destination)", "reason": "\(reason)"])
     }
 
     // MARK: For the control plane

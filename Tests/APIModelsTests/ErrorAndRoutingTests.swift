@@ -35,7 +35,7 @@ import APIModels
             #expect(APIOperation.route(method: "POST", path: "/" + operation.name) == .init(operation: operation, resourceArn: nil))
             #expect(APIOperation.route(method: "GET", path: "/" + operation.name) == nil)
         }
-        #expect(APIOperation.allCases.count == 36)
+        #expect(APIOperation.allCases.count == 39)
         #expect(APIOperation.allCases.allSatisfy { $0.successCode == 200 })
     }
 
@@ -56,9 +56,9 @@ import APIModels
     }
 
     @Test func unknownPathsDoNotRoute() {
-        // In the model, not served (participant replication).
-        #expect(APIOperation.route(method: "POST", path: "/StartParticipantReplication") == nil)
-        #expect(APIOperation.route(method: "POST", path: "/ListParticipantReplicas") == nil)
+        // Operations of other IVS APIs, and near misses.
+        #expect(APIOperation.route(method: "POST", path: "/CreateChannel") == nil)
+        #expect(APIOperation.route(method: "POST", path: "/ListParticipantReplica") == nil)
         #expect(APIOperation.route(method: "POST", path: "/StartComposition/") == nil)
         #expect(APIOperation.route(method: "POST", path: "StartComposition") == nil)
         #expect(APIOperation.route(method: "post", path: "/StartComposition")?.operation == .startComposition)

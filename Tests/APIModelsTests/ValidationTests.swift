@@ -8,50 +8,28 @@ func check(_ operation: APIOperation, _ json: String, options: ValidationOptions
     let body = Data(json.utf8)
     do {
         switch operation {
-        case .startComposition: _ = try APIJSON.decodeRequest(StartCompositionRequest.self, from: body, options: options)
-        case .stopComposition: _ = try APIJSON.decodeRequest(StopCompositionRequest.self, from: body)
-        case .getComposition: _ = try APIJSON.decodeRequest(GetCompositionRequest.self, from: body)
-        case .listCompositions: _ = try APIJSON.decodeRequest(ListCompositionsRequest.self, from: body)
-        case .createEncoderConfiguration: _ = try APIJSON.decodeRequest(CreateEncoderConfigurationRequest.self, from: body)
-        case .getEncoderConfiguration: _ = try APIJSON.decodeRequest(GetEncoderConfigurationRequest.self, from: body)
-        case .listEncoderConfigurations: _ = try APIJSON.decodeRequest(ListEncoderConfigurationsRequest.self, from: body)
-        case .deleteEncoderConfiguration: _ = try APIJSON.decodeRequest(DeleteEncoderConfigurationRequest.self, from: body)
-        case .createStorageConfiguration: _ = try APIJSON.decodeRequest(CreateStorageConfigurationRequest.self, from: body)
-        case .getStorageConfiguration: _ = try APIJSON.decodeRequest(GetStorageConfigurationRequest.self, from: body)
-        case .listStorageConfigurations: _ = try APIJSON.decodeRequest(ListStorageConfigurationsRequest.self, from: body)
-        case .deleteStorageConfiguration: _ = try APIJSON.decodeRequest(DeleteStorageConfigurationRequest.self, from: body)
-        case .createStage: _ = try APIJSON.decodeRequest(CreateStageRequest.self, from: body)
-        case .getStage: _ = try APIJSON.decodeRequest(GetStageRequest.self, from: body)
-        case .listStages: _ = try APIJSON.decodeRequest(ListStagesRequest.self, from: body)
-        case .deleteStage: _ = try APIJSON.decodeRequest(DeleteStageRequest.self, from: body)
-        case .updateStage: _ = try APIJSON.decodeRequest(UpdateStageRequest.self, from: body)
-        case .listStageSessions: _ = try APIJSON.decodeRequest(ListStageSessionsRequest.self, from: body)
-        case .getStageSession: _ = try APIJSON.decodeRequest(GetStageSessionRequest.self, from: body)
-        case .listParticipants: _ = try APIJSON.decodeRequest(ListParticipantsRequest.self, from: body)
-        case .getParticipant: _ = try APIJSON.decodeRequest(GetParticipantRequest.self, from: body)
-        case .listParticipantEvents: _ = try APIJSON.decodeRequest(ListParticipantEventsRequest.self, from: body)
-        case .disconnectParticipant: _ = try APIJSON.decodeRequest(DisconnectParticipantRequest.self, from: body)
-        case .createIngestConfiguration: _ = try APIJSON.decodeRequest(CreateIngestConfigurationRequest.self, from: body)
-        case .getIngestConfiguration: _ = try APIJSON.decodeRequest(GetIngestConfigurationRequest.self, from: body)
-        case .listIngestConfigurations: _ = try APIJSON.decodeRequest(ListIngestConfigurationsRequest.self, from: body)
-        case .updateIngestConfiguration: _ = try APIJSON.decodeRequest(UpdateIngestConfigurationRequest.self, from: body)
-        case .deleteIngestConfiguration: _ = try APIJSON.decodeRequest(DeleteIngestConfigurationRequest.self, from: body)
-        case .createParticipantToken: _ = try APIJSON.decodeRequest(CreateParticipantTokenRequest.self, from: body)
-        case .importPublicKey: _ = try APIJSON.decodeRequest(ImportPublicKeyRequest.self, from: body)
-        case .getPublicKey: _ = try APIJSON.decodeRequest(GetPublicKeyRequest.self, from: body)
-        case .listPublicKeys: _ = try APIJSON.decodeRequest(ListPublicKeysRequest.self, from: body)
-        case .deletePublicKey: _ = try APIJSON.decodeRequest(DeletePublicKeyRequest.self, from: body)
         case .tagResource:
             let tagBody = try APIJSON.decode(TagResourceRequest.Body.self, from: body)
             try TagResourceRequest(resourceArn: "arn:aws:ivs:us-east-1:123456789012:stage/abc", body: tagBody).validate()
         case .untagResource, .listTagsForResource:
             return "not a JSON-body operation"
+        default:
+            // Every other operation's body is its whole request (APIOperation.jsonBodyRequests).
+            guard let shape = APIOperation.jsonBodyRequests.first(where: { $0.operation == operation }) else {
+                return "no request shape for \(operation)"
+            }
+            try decodeAndValidate(shape, body, options: options)
         }
         return nil
     } catch {
         #expect(error.code == .validation)
         return error.message
     }
+}
+
+private func decodeAndValidate<Request: Decodable & APIRequest>(_ type: Request.Type, _ body: Data,
+                                                                options: ValidationOptions) throws(APIError) {
+    _ = try APIJSON.decodeRequest(type, from: body, options: options)
 }
 
 let stage = "arn:aws:ivs:us-east-1:123456789012:stage/8faHz1SQp0ik"

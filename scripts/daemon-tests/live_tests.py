@@ -1317,6 +1317,72 @@ def test_individual_recording_survives_kill9(d):
     check(d.stop() == 0, "the daemon exits cleanly")
 
 
+def test_participant_replication(d):
+    """A red, 440 Hz ffmpeg publisher on stage A is replicated (AWS CLI start-participant-replication,
+    with attributes) to stage B, where a blue, 660 Hz publisher is composed to a recording: the
+    replica is a participant of B (REPLICA, sourceStageArn, its attributes) composed as a second
+    tile with its tone; list-participant-replicas lists it ACTIVE; stop-participant-replication
+    removes it from B's composite, and B's recording shows it only between start and stop."""
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    a, b = create_stage(d, "source"), create_stage(d, "destination")
+    red_ingest, blue_ingest = create_ingest(d, a["arn"], "red", secure=False), create_ingest(d, b["arn"], "blue", secure=False)
+    red = Publisher(publish_url(a, red_ingest, False), "red", 440, d.workdir, "red")
+    blue = Publisher(publish_url(b, blue_ingest, False), "blue", 660, d.workdir, "blue")
+    try:
+        wait_published(d, a["arn"], red_ingest["participantId"])
+        wait_published(d, b["arn"], blue_ingest["participantId"])
+        composition = d.cli("start-composition", "--stage-arn", b["arn"], "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]),
+            "--layout", json.dumps({"grid": {"gridGap": 0}}))["composition"]
+        check(wait_state(d, composition["arn"], {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        t0 = time.time()
+        time.sleep(3)
+        participant = red_ingest["participantId"]
+        d.cli("start-participant-replication", "--source-stage-arn", a["arn"], "--destination-stage-arn", b["arn"],
+              "--participant-id", participant, "--attributes", json.dumps({"replicated": "yes"}))
+        started = time.time() - t0
+        replicas = d.cli("list-participant-replicas", "--source-stage-arn", a["arn"], "--participant-id", participant)["replicas"]
+        check(len(replicas) == 1 and replicas[0]["destinationStageArn"] == b["arn"] and replicas[0]["replicationState"] == "ACTIVE",
+              f"replicas: {replicas}")
+        session_b = session_id(d, b["arn"])
+        replica = d.cli("get-participant", "--stage-arn", b["arn"], "--session-id", session_b, "--participant-id", participant)["participant"]
+        check(replica.get("replicationType") == "REPLICA" and replica.get("sourceStageArn") == a["arn"]
+              and replica.get("attributes") == {"replicated": "yes"} and replica.get("state") == "CONNECTED", f"replica: {replica}")
+        d.cli("start-participant-replication", "--source-stage-arn", a["arn"], "--destination-stage-arn", b["arn"],
+              "--participant-id", participant, expect_error="ConflictException")
+        time.sleep(6)
+        d.cli("stop-participant-replication", "--source-stage-arn", a["arn"], "--destination-stage-arn", b["arn"],
+              "--participant-id", participant)
+        stopped = time.time() - t0
+        wait_participant(d, b["arn"], session_b, participant, "DISCONNECTED")
+        time.sleep(5)
+        d.cli("stop-composition", "--arn", composition["arn"])
+        check(wait_state(d, composition["arn"], {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition STOPPED")
+        final = d.cli("get-composition", "--arn", composition["arn"])["composition"]
+    finally:
+        red.kill()
+        blue.kill()
+    print(f"replication: started at {started:.1f} s, stopped at {stopped:.1f} s of the composition")
+    playlist = recording_playlist(d, final)
+    video, audio = media_check.Video(playlist, *SIZE), media_check.Audio(playlist)
+    one = media_check.centre(media_check.tiles(d.binary, 1, f"{SIZE[0]}x{SIZE[1]}")[1])
+    placed = media_check.tiles(d.binary, 2, f"{SIZE[0]}x{SIZE[1]}")
+    two = [media_check.centre(placed[1]), media_check.centre(placed[2])]
+    problems = []
+    for t in [x * 0.5 for x in range(int(started * 2) + 3, int(stopped * 2) - 1)]:
+        seen = [video.name(t, x, y) for x, y in two]
+        if seen != ["blue", "red"]:
+            problems.append(f"{t:.1f}s replicated: {seen}")
+    for t in [x * 0.5 for x in range(int(stopped * 2) + 3, int(video.duration * 2) - 1)]:
+        if video.name(t, *one) != "blue":
+            problems.append(f"{t:.1f}s after stop: {video.name(t, *one)}")
+    check(not problems, "tiles: " + ", ".join(problems[:20]))
+    level = audio.tone_level(440, started + 1.5, stopped - 0.5)
+    check(level > 0.03, f"the replica's 440 Hz tone in B's mix: {level:.3f}")
+    check(d.stop() == 0, "the daemon exits cleanly")
+
+
 def test_generated_join_leave_sequences(d):
     """Seeded random sequences of joins, unpublishes, kills and rejoins with the same key (four
     ffmpeg RTMP publishers and one aiortc WHIP publisher, at least 2.5 s apart), one stage and
