@@ -36,25 +36,12 @@ enum RecorderHarness {
     }
 
     static func ffmpeg(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-hide_banner", "-loglevel", "error", "-y"] + arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        guard try runTool("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + arguments).status == 0 else {
+            throw CocoaError(.fileWriteUnknown)
+        }
     }
 
-    static func ffprobe(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        process.arguments = ["-v", "error"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
+    static func ffprobe(_ arguments: [String]) throws -> String { try runTool("ffprobe", ["-v", "error"] + arguments).text }
 
     /// `seconds` of red picture (GOP 1 s) and a 440 Hz tone: H.264 + AAC in FLV (as RTMP
     /// carries them), or H.264 + Opus in Matroska (as WHIP carries them).

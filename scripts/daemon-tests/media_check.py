@@ -216,3 +216,16 @@ def tiles(binary, participants, size, layout="grid"):
 def centre(rect):
     x, y, w, h = rect
     return x + w // 2, y + h // 2
+
+
+def check_colour_and_tone(playlist, width, height, colour, tone, skip=0.5):
+    """Problems (an empty list when none) of a single-publisher recording: its picture's centre
+    shows `colour` every half second, and `tone` sounds in every whole second, from `skip` s
+    in to half a second before the end."""
+    video, audio = Video(playlist, width, height), Audio(playlist)
+    problems = [f"{t:.1f}s: {video.name(t, width // 2, height // 2)}"
+                for t in [x * 0.5 for x in range(int(skip * 2), int(video.duration * 2) - 1)]
+                if video.name(t, width // 2, height // 2) != colour]
+    problems += [f"{t:.0f}-{t + 1:.0f}s: no {tone} Hz" for t in range(int(skip), int(audio.duration) - 1)
+                 if audio.tone_level(tone, t, t + 1.0) <= 0.03]
+    return problems
