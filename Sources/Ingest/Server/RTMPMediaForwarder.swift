@@ -74,7 +74,7 @@ public struct RTMPMediaForwarder: Sendable {
             let limit = Self.maxCompositionOffsetMs
             let offsetMs = min(max(compositionTimeMs, -limit), limit)
             if offsetMs != compositionTimeMs { compositionOffsetsClamped &+= 1 }
-            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(offsetMs) * 1000,
+            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(offsetMs) &* 1000,
                            isKeyframe: isKeyframe)
             return .forwarded
         case .audioConfig(let codec, let config):

@@ -327,9 +327,10 @@ struct TokenBucket {
     private var last: Int64
 
     init(burst: Int, perSecond: Int, now: Int64) {
-        self.burst = Int64(max(1, burst))
-        self.perSecond = Int64(max(0, perSecond))
-        scaled = self.burst * 1_000_000
+        // Configuration values, bounded so that no product below can overflow.
+        self.burst = Int64(min(max(1, burst), 1_000_000))
+        self.perSecond = Int64(min(max(0, perSecond), 1_000_000))
+        scaled = self.burst &* 1_000_000
         last = now
     }
 
@@ -337,7 +338,7 @@ struct TokenBucket {
     mutating func take(now: Int64) -> Bool {
         let elapsed = max(0, min(now &- last, 3_600_000_000))
         last = max(last, now)
-        scaled = min(burst * 1_000_000, scaled + elapsed * perSecond)
+        scaled = min(burst &* 1_000_000, scaled &+ elapsed &* perSecond)
         guard scaled >= 1_000_000 else { return false }
         scaled -= 1_000_000
         return true
