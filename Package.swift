@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "HLS", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "APIModels", dependencies: ["MediaCore", "Layout"], swiftSettings: strict),
         .target(name: "Events", dependencies: ["MediaCore", "Lifecycle"], swiftSettings: strict),
-        .target(name: "Stages", dependencies: ["MediaCore"], swiftSettings: strict),
+        .target(name: "Stages", dependencies: ["MediaCore", "HLS"], swiftSettings: strict),
         // Pure: SigV4 request verification (Foundation + Crypto only).
         .target(name: "Auth", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
 
@@ -241,7 +241,7 @@ let package = Package(
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "TestSupport", .product(name: "Logging", package: "swift-log")],
                     exclude: ["Corpus"]),
         .testTarget(name: "ParticipantRecordingTests", dependencies: ["ParticipantRecording", "Destinations", "Storage", "FFmpeg", "HLS",
-                                                                     "LiveStage", "MediaCore", "Pipeline", "TestSupport",
+                                                                     "LiveStage", "MediaCore", "Pipeline", "Stages", "Layout", "TestSupport",
                                                                      .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP", "MediaCore", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "WebRTCSignalTests", dependencies: ["WebRTCSignal", "TestSupport"]),

@@ -75,6 +75,8 @@ public final class HLSRecordingSink: PacketSink {
     private var packetPool: [Packet] = []
     private var finished = false
     private var thumbnailCount = 0
+    /// Wall-clock ms of output time 0: the first segment's EXT-X-PROGRAM-DATE-TIME.
+    private var wallClockOriginMs: Int64?
 
     /// Bytes stored so far (segments, playlists, metadata, thumbnails): the output-bitrate metric.
     public var bytesUploaded: Int64 { uploads.bytesWritten }
@@ -100,6 +102,8 @@ public final class HLSRecordingSink: PacketSink {
 
     /// Total recorded duration so far (sum of closed segments).
     public var recordedDurationMs: Int64 { playlist.durationMs }
+
+    public func anchor(wallClockOriginMs: Int64) { self.wallClockOriginMs = wallClockOriginMs }
 
     public func start(video: Encoder, audio: Encoder) throws(PipelineError) {
         do {
@@ -222,7 +226,10 @@ public final class HLSRecordingSink: PacketSink {
         let sequence = playlist.segments.count
         let name = RecordingLayout.segmentName(sequence: sequence)
         upload(Data(bytes), key: configuration.layout.segmentKey(rendition: configuration.renditionName, sequence: sequence))
-        playlist.segments.append(HLSSegment(uri: name, duration: MediaTime(ticks: end - start, timeBase: videoTimeBase)))
+        // Output times are the encoder's own (0 at the first frame), so no arithmetic here can overflow.
+        let date = sequence == 0 ? wallClockOriginMs.map { $0 &+ videoTimeBase.rescale(start, to: MediaTime.milliseconds) } : nil
+        playlist.segments.append(HLSSegment(uri: name, duration: MediaTime(ticks: end - start, timeBase: videoTimeBase),
+                                            programDateTimeMs: date))
         upload(Data(playlist.render().utf8), key: mediaPlaylistKey)
         segmentStart = end
     }

@@ -91,6 +91,7 @@ public final class Packet {
         set { pointer.pointee.flags = newValue ? pointer.pointee.flags | AV_PKT_FLAG_KEY : pointer.pointee.flags & ~AV_PKT_FLAG_KEY }
     }
     public var hasPTS: Bool { pointer.pointee.pts != AVCodes.noPTS }
+    public var hasDTS: Bool { pointer.pointee.dts != AVCodes.noPTS }
     /// The presentation timestamp, else the decoding one; nil when the packet has neither.
     public var timestamp: Int64? {
         if pointer.pointee.pts != AVCodes.noPTS { return pointer.pointee.pts }

@@ -133,6 +133,14 @@ public final class Muxer {
         return Array(UnsafeBufferPointer(start: buffer, count: Int(size)))
     }
 
+    /// Fragmented MP4: the next fragment starts at its packets' own decode times instead of
+    /// where the previous fragment's durations end (a gap in the media, e.g. a publisher that
+    /// was away and came back, stays a gap). No effect on other formats.
+    public func markNextFragmentDiscontinuous() {
+        guard format == "mp4", let ctx = context else { return }
+        av_opt_set(ctx.pointee.priv_data, "movflags", "+frag_discont", 0)
+    }
+
     /// Writes the trailer. For in-memory muxers returns everything written.
     @discardableResult
     public func finish() throws(FFmpegError) -> [UInt8] {

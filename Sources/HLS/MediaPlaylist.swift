@@ -13,12 +13,18 @@ public struct HLSSegment: Sendable, Hashable {
     /// Its fMP4 initialization section, when it differs from the playlist's (a codec change
     /// mid-recording): EXT-X-MAP is repeated before it.
     public var initSegmentURI: String?
+    /// EXT-X-PROGRAM-DATE-TIME before it (ms since 1970): the wall-clock time of its first
+    /// sample. Written on a recording's first segment and after each discontinuity, so a
+    /// re-render can place the media on the stage's timeline, gaps included.
+    public var programDateTimeMs: Int64?
 
-    public init(uri: String, duration: MediaTime, discontinuity: Bool = false, initSegmentURI: String? = nil) {
+    public init(uri: String, duration: MediaTime, discontinuity: Bool = false, initSegmentURI: String? = nil,
+                programDateTimeMs: Int64? = nil) {
         self.uri = uri
         self.duration = duration
         self.discontinuity = discontinuity
         self.initSegmentURI = initSegmentURI
+        self.programDateTimeMs = programDateTimeMs
     }
 }
 
@@ -88,6 +94,9 @@ public struct MediaPlaylist: Sendable, Hashable {
             if let map = segment.initSegmentURI, map != currentMap {
                 lines.append("#EXT-X-MAP:URI=\"\(map)\"")
                 currentMap = map
+            }
+            if let time = segment.programDateTimeMs {
+                lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCTimestamp.format(millisecondsSince1970: time))")
             }
             lines.append("#EXTINF:\(DecimalText.thousandths(segment.duration.roundedMilliseconds)),")
             lines.append(segment.uri)

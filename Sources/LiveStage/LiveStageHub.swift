@@ -10,6 +10,7 @@
 // publisher's push takes its own lock and its queues' locks, never the hub's.
 
 public import FFmpeg
+import Foundation
 public import MediaCore
 import Synchronization
 
@@ -67,12 +68,23 @@ public final class LiveStageHub: Sendable {
 
     public let clock: any MediaClock
     public let settings: LiveMediaSettings
+    /// Wall-clock time (ms since 1970) of stage-clock time 0: how recordings made from this
+    /// hub's media (composite and individual) say when their first frame happened
+    /// (EXT-X-PROGRAM-DATE-TIME), so they can be lined up against each other later.
+    public let wallClockEpochMs: Int64
     private let stages = Mutex<[String: StageState]>([:])
     private let generations = Atomic<UInt64>(0)
 
-    public init(clock: any MediaClock, settings: LiveMediaSettings = LiveMediaSettings()) {
+    public init(clock: any MediaClock, settings: LiveMediaSettings = LiveMediaSettings(), wallClockEpochMs: Int64? = nil) {
         self.clock = clock
         self.settings = settings
+        self.wallClockEpochMs = wallClockEpochMs
+            ?? Int64((Date().timeIntervalSince1970 * 1000).rounded()) - clock.now().microsecondsValue / 1000
+    }
+
+    /// The wall-clock time (ms since 1970) of a stage-clock time (µs).
+    public func wallClockMs(atStageMicroseconds micro: Int64) -> Int64 {
+        wallClockEpochMs &+ Int64.floorDivide(micro, 1000)
     }
 
     /// A publisher joins `stageArn`; media pushed through the returned handle reaches every
@@ -165,6 +177,10 @@ public final class LivePublisher: Sendable {
         var keyframeCacheBytes = 0
         var queues: [LiveMediaQueue] = []
         var lastVideoArrival: Int64?
+        /// The latest decode time pushed (stage µs): how far the queued media reaches.
+        var lastMediaTime: Int64?
+        /// Stage time the connection ended.
+        var leftAt: Int64?
         var ended = false
         var receivedPackets: Int64 = 0
         var receivedBytes: Int64 = 0
@@ -195,6 +211,9 @@ public final class LivePublisher: Sendable {
         state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency)))
     }
 
+    /// Wall-clock time (ms since 1970) of stage-clock time 0 (the hub's).
+    public var wallClockEpochMs: Int64 { hub.wallClockEpochMs }
+
     /// The publisher (re)announced a stream's codec setup (a sequence header).
     public func announce(_ configuration: CodecConfiguration) {
         let packet = LiveMediaPacket(type: configuration.codec.mediaType, content: .configuration(configuration),
@@ -224,6 +243,7 @@ public final class LivePublisher: Sendable {
                                          isKeyframe: type == .audio || isKeyframe)
             state.receivedPackets += 1
             state.receivedBytes += Int64(data.count)
+            state.lastMediaTime = max(state.lastMediaTime ?? dts, dts)
             if type == .video {
                 state.lastVideoArrival = arrival
                 if isKeyframe {
@@ -274,9 +294,11 @@ public final class LivePublisher: Sendable {
     public func leave() { end(notifyHub: true) }
 
     func end(notifyHub: Bool) {
+        let now = hub.clock.now().microsecondsValue
         let queues: [LiveMediaQueue] = state.withLock { state in
             guard !state.ended else { return [] }
             state.ended = true
+            state.leftAt = now
             defer { state.queues.removeAll() }
             return state.queues
         }
@@ -309,6 +331,18 @@ public final class LivePublisher: Sendable {
     public var lastVideoArrival: Int64? { state.withLock { $0.lastVideoArrival } }
 
     public var hasEnded: Bool { state.withLock { $0.ended } }
+
+    /// After the connection ended: the stage time until which compositions keep showing
+    /// the participant, so the media already queued (the last `latency` of it) is seen and
+    /// heard rather than cut off — the end of its last media, but no later than `latency`
+    /// after it left. Nil while connected.
+    public var departureTime: Int64? {
+        let latency = hub.settings.latency
+        return state.withLock { state in
+            guard let leftAt = state.leftAt else { return nil }
+            return min(max(state.lastMediaTime ?? leftAt, leftAt), leftAt + latency)
+        }
+    }
 
     public var received: (packets: Int64, bytes: Int64) { state.withLock { ($0.receivedPackets, $0.receivedBytes) } }
 

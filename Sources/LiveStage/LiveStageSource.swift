@@ -13,6 +13,8 @@ public final class LiveStageSource: StageSource {
         var generation: UInt64
         var publisher: LivePublisher
         var subscriber: ParticipantSubscriber
+        /// Set once the publisher has left: shown until then, while its queued media plays out.
+        var departAt: Int64?
     }
 
     public let stageArn: String
@@ -22,6 +24,7 @@ public final class LiveStageSource: StageSource {
     private var seenVersion: UInt64?
     private var active: [String: Active] = [:]
     private var states: [StageParticipantState] = []
+    private var hasDepartures = false
     /// Stage-clock µs of the composition's first frame.
     public private(set) var origin: Int64
 
@@ -48,6 +51,9 @@ public final class LiveStageSource: StageSource {
 
     public var duration: MediaTime? { nil }
 
+    /// The wall-clock time of this composition's time zero.
+    public var wallClockOriginMs: Int64? { hub.wallClockMs(atStageMicroseconds: origin) }
+
     public func subscriber(for participantId: String) -> ParticipantSubscriber? { active[participantId]?.subscriber }
 
     /// Packets this composition's queues dropped so far, per participant on the stage now
@@ -57,7 +63,9 @@ public final class LiveStageSource: StageSource {
     }
 
     public func participants(at stageTime: MediaTime) -> [StageParticipantState] {
-        refresh()
+        let now = origin + stageTime.microsecondsValue
+        refresh(now: now)
+        if hasDepartures { expireDepartures(now: now) }
         // Video counts as stopped once nothing arrived for a while (RTMP has no signal for
         // it); compared at the time the media now shown arrived, i.e. now minus the latency.
         let shownArrival = origin + stageTime.microsecondsValue - hub.settings.latency
@@ -69,8 +77,23 @@ public final class LiveStageSource: StageSource {
         return states
     }
 
+    /// Publishers that left and whose queued media has played out leave the composition.
+    private func expireDepartures(now: Int64) {
+        hasDepartures = false
+        for (id, entry) in active {
+            guard let departAt = entry.departAt else { continue }
+            guard departAt <= now else {
+                hasDepartures = true
+                continue
+            }
+            active[id] = nil
+            states.removeAll { $0.participantId == id }
+            logger.info("live participant left the composition", metadata: ["participant.id": "\(id)"])
+        }
+    }
+
     /// Follows joins and leaves (only when the subscription changed: no work per frame).
-    private func refresh() {
+    private func refresh(now: Int64) {
         let version = subscription.version
         guard version != seenVersion else { return }
         let snapshot = subscription.snapshot()
@@ -92,17 +115,18 @@ public final class LiveStageSource: StageSource {
                 participantLogger.error("cannot subscribe to live participant", metadata: ["error": "\(error)"])
             }
         }
-        for id in active.keys where !present.contains(id) {
-            active[id] = nil
-            logger.info("live participant left the composition", metadata: ["participant.id": "\(id)"])
+        for (id, entry) in active where !present.contains(id) && entry.departAt == nil {
+            // Gone from the stage: its tile and voice stay until what it sent has played.
+            active[id]?.departAt = entry.publisher.departureTime ?? now
+            hasDepartures = true
         }
-        states = snapshot.entries.compactMap { entry in
+        states = active.values.map { entry in
             let identity = entry.publisher.identity
-            guard active[identity.participantId] != nil else { return nil }
             return StageParticipantState(participantId: identity.participantId, userId: identity.userId,
                                          attributes: identity.attributes, isPublished: true, isVideoStopped: false,
                                          isAudioMuted: false, arrivalIndex: entry.publisher.arrivalIndex)
         }
+        states.sort { $0.arrivalIndex < $1.arrivalIndex }
     }
 }
 

@@ -10,6 +10,65 @@ public enum UTCTimestamp {
             + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))Z"
     }
 
+    /// "YYYY-MM-DDTHH:MM:SS.mmmZ" for milliseconds since 1970 (HLS EXT-X-PROGRAM-DATE-TIME).
+    public static func format(millisecondsSince1970 milliseconds: Int64) -> String {
+        let seconds = Int64.floorDivide(milliseconds, 1000)
+        let text = format(secondsSince1970: seconds)
+        return text.dropLast() + "." + pad(milliseconds - seconds * 1000, 3) + "Z"
+    }
+
+    /// Milliseconds since 1970 of an RFC 3339 date-time ("2026-11-26T11:53:37.123Z",
+    /// "...T11:53:37+01:00", any number of fraction digits, truncated to milliseconds), or
+    /// nil for anything else. Years 0...9999; never traps on what it is given.
+    public static func parseMilliseconds(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes.count <= 64 else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
+            for index in range {
+                let byte = bytes[index]
+                guard byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int64(byte - 48)
+            }
+            return value
+        }
+        guard bytes[4] == 45, bytes[7] == 45, bytes[10] == 84 || bytes[10] == 116, bytes[13] == 58, bytes[16] == 58,
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), (1...daysInMonth(year, month)).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var index = 19
+        var millis: Int64 = 0
+        if bytes[index] == 46 {
+            index += 1
+            var digits = 0
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                if digits < 3 { millis = millis * 10 + Int64(bytes[index] - 48) }
+                digits += 1
+                index += 1
+            }
+            guard digits > 0 else { return nil }
+            for _ in digits..<max(digits, 3) { millis *= 10 }
+        }
+        guard index < bytes.count else { return nil }
+        var zoneSeconds: Int64 = 0
+        if bytes[index] == 90 || bytes[index] == 122 {
+            index += 1
+        } else if bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, bytes[index + 3] == 58,
+                  let zoneHour = number(index + 1..<index + 3), let zoneMinute = number(index + 4..<index + 6),
+                  zoneHour < 24, zoneMinute < 60 {
+            zoneSeconds = (zoneHour * 3600 + zoneMinute * 60) * (bytes[index] == 43 ? 1 : -1)
+            index += 6
+        } else {
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+        let days = CivilDate.toDays(year, month, day)
+        return ((days * 86_400 + hour * 3600 + minute * 60 + min(second, 59)) - zoneSeconds) * 1000 + millis
+    }
+
+    private static func daysInMonth(_ year: Int64, _ month: Int64) -> Int64 { CivilDate.daysInMonth(year, month) }
+
     private static func pad(_ value: Int64, _ width: Int) -> String {
         let text = String(value)
         return String(repeating: "0", count: max(0, width - text.count)) + text

@@ -31,14 +31,19 @@ public struct ParticipantRecordingPlan: Sendable {
     public var targetSegmentDurationSeconds: Int
     /// nil: thumbnails DISABLED.
     public var thumbnails: ThumbnailPlan?
+    /// Wall-clock time (ms since 1970) of media timestamp 0 (the stage clock's origin): the
+    /// playlist's EXT-X-PROGRAM-DATE-TIME tags, by which a re-render places this recording
+    /// on the session's timeline. nil: no tags.
+    public var timestampEpochMs: Int64?
 
     public init(layout: ParticipantRecordingLayout, stageArn: String, mediaTypes: MediaTypes = .audioVideo,
-                targetSegmentDurationSeconds: Int = 6, thumbnails: ThumbnailPlan? = nil) {
+                targetSegmentDurationSeconds: Int = 6, thumbnails: ThumbnailPlan? = nil, timestampEpochMs: Int64? = nil) {
         self.layout = layout
         self.stageArn = stageArn
         self.mediaTypes = mediaTypes
         self.targetSegmentDurationSeconds = targetSegmentDurationSeconds
         self.thumbnails = thumbnails
+        self.timestampEpochMs = timestampEpochMs
     }
 
     var recordsHLS: Bool { mediaTypes != .none }
@@ -135,6 +140,8 @@ public final class ParticipantRecorder {
     /// The next media comes from a new connection of the same participant.
     public func sourceReplaced() {
         discontinuityNext = true
+        // Its decode times say when it came back: the time away stays in the timeline.
+        run?.muxer.markNextFragmentDiscontinuous()
         videoWaitsForKeyframe = true
         setups = [:]
     }
@@ -301,8 +308,11 @@ public final class ParticipantRecorder {
         let number = playlist.segments.count + 1
         let name = ParticipantRecordingLayout.segmentName(number: number)
         upload(Data(bytes), key: plan.layout.renditionKey(name))
+        let discontinuity = discontinuityNext && number > 1
+        // Stage-clock µs are bounded (LiveMediaSettings.timestampLimit), the epoch is a date.
+        let date = (number == 1 || discontinuity) ? plan.timestampEpochMs.map { $0 &+ Int64.floorDivide(start, 1000) } : nil
         playlist.segments.append(HLSSegment(uri: name, duration: MediaTime(ticks: max(1, end - start), timeBase: Self.microseconds),
-                                            discontinuity: discontinuityNext && number > 1, initSegmentURI: run.initName))
+                                            discontinuity: discontinuity, initSegmentURI: run.initName, programDateTimeMs: date))
         discontinuityNext = false
         upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey)
     }

@@ -114,8 +114,10 @@ public final class CompositionSession {
     /// encoders and finishes every sink. Throws only if no sink could be kept alive.
     public func run(pacer: inout some Pacer, shouldStop: () -> Bool = { false },
                     progress: (CompositionProgress) -> Void = { _ in }) throws(PipelineError) -> CompositionResult {
+        let wallClockOrigin = source.wallClockOriginMs
         for sink in sinks {
             do {
+                if let wallClockOrigin { sink.anchor(wallClockOriginMs: wallClockOrigin) }
                 try sink.start(video: videoEncoder, audio: audioEncoder)
             } catch {
                 dropSink(sink, reason: error.description)

@@ -15,8 +15,12 @@ public protocol PacketSink: AnyObject {
     /// The composed picture of output frame `tick`, before encoding (for thumbnails). Must
     /// not keep or modify the frame.
     func composed(_ canvas: Frame, tick: Int64) throws(PipelineError)
+    /// Before `start`: the wall-clock time (ms since 1970) of output time 0, when the stage
+    /// knows it (a live stage; a re-render of recordings that carry it).
+    func anchor(wallClockOriginMs: Int64)
 }
 
 extension PacketSink {
     public func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {}
+    public func anchor(wallClockOriginMs: Int64) {}
 }

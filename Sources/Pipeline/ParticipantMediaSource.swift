@@ -4,6 +4,7 @@
 // clock), so recorded and live publishers share one media path.
 
 public import FFmpeg
+import MediaCore
 
 /// What one `read` produced.
 public enum MediaSourceRead: Equatable {
@@ -81,5 +82,75 @@ public final class DemuxerMediaSource: ParticipantMediaSource {
 
     public var startTimeMicroseconds: Int64? { demuxer.startTimeMicroseconds }
     public var durationMicroseconds: Int64? { demuxer.durationMicroseconds }
+    public var isLive: Bool { false }
+}
+
+/// Several recordings of one participant played one after another, each from its own stage
+/// time (a participant recorded again after its reconnect window had closed): one source, so
+/// the participant keeps one subscriber and one tile. Timestamps of part `i` are shifted so
+/// that its first one plays at `offsets[i]`, on the first part's timeline.
+public final class SequentialMediaSource: ParticipantMediaSource {
+    public struct Part {
+        public var source: any ParticipantMediaSource
+        /// Stage time (µs) at which the part's first timestamp plays.
+        public var offsetMicroseconds: Int64
+
+        public init(source: any ParticipantMediaSource, offsetMicroseconds: Int64) {
+            self.source = source
+            self.offsetMicroseconds = offsetMicroseconds
+        }
+    }
+
+    private let parts: [Part]
+    private var current = 0
+    /// Setups of the new part not yet announced with `.streamChanged`.
+    private var announce: [MediaType] = []
+
+    /// `parts` in the order they play (non-empty).
+    public init(parts: [Part]) {
+        precondition(!parts.isEmpty, "a sequence of no media")
+        self.parts = parts
+    }
+
+    public func stream(_ type: MediaType) -> MediaStreamSetup? { parts[current].source.stream(type) }
+
+    public func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
+        while true {
+            if let type = announce.popLast() { return .streamChanged(type) }
+            let part = parts[current]
+            let result = try part.source.read(into: packet)
+            switch result {
+            case .endOfMedia:
+                guard current + 1 < parts.count else { return .endOfMedia }
+                current += 1
+                announce = [MediaType.audio, .video].filter { parts[current].source.stream($0) != nil }
+                continue
+            case .packet(let type) where current > 0:
+                guard let setup = part.source.stream(type) else { return result }
+                // Shifts are bounded: offsets are manifest times (a week at most) and start
+                // times come from the container, clamped here.
+                let start = min(max(part.source.startTimeMicroseconds ?? 0, -Self.limit), Self.limit)
+                let firstStart = min(max(parts[0].source.startTimeMicroseconds ?? 0, -Self.limit), Self.limit)
+                let shiftMicro = part.offsetMicroseconds - parts[0].offsetMicroseconds + firstStart - start
+                let shift = MediaTime.microseconds.rescale(shiftMicro, to: setup.info.timeBase)
+                if packet.hasPTS { packet.pts = packet.pts.addingReportingOverflow(shift).partialValue }
+                if packet.hasDTS { packet.dts = packet.dts.addingReportingOverflow(shift).partialValue }
+                return result
+            default:
+                return result
+            }
+        }
+    }
+
+    private static let limit: Int64 = 1 << 50
+
+    public var startTimeMicroseconds: Int64? { parts[0].source.startTimeMicroseconds }
+
+    /// From the first part's start to the end of the last.
+    public var durationMicroseconds: Int64? {
+        guard let last = parts.last, let lastDuration = last.source.durationMicroseconds else { return nil }
+        return last.offsetMicroseconds - parts[0].offsetMicroseconds + lastDuration
+    }
+
     public var isLive: Bool { false }
 }

@@ -53,6 +53,9 @@ public final class ParticipantSubscriber {
     public private(set) var isVideoShown = true
     /// Stage time of the latest video packet read while hidden.
     private var hiddenVideoTime: Int64?
+    /// The stage time video was last advanced to: a keyframe read while hidden restarts
+    /// decoding only once it is due (audio reads ahead, and with it the video packets).
+    private var videoStageTime: Int64 = .min
     /// Maps the packets read while hidden (the decoder maps frames only when it decodes
     /// them): at a restart the video mapper takes its state, so the frames decoded from the
     /// keyframe on continue from the packets dropped before it.
@@ -99,8 +102,10 @@ public final class ParticipantSubscriber {
     }
 
     /// - Parameter offset: stage time at which the source's first timestamp plays.
+    /// - Parameter maxForwardGap: a forward timestamp jump (µs) beyond which a recorded
+    ///   source is taken to have a broken timestamp rather than a real gap (default 10 s).
     public init(participantId: String, source: any ParticipantMediaSource, offset: MediaTime, mixRate: Int = 48_000,
-                limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(FFmpegError) {
+                limits: DecoderLimits = DecoderLimits(), maxForwardGap: Int64? = nil, logger: Logger) throws(FFmpegError) {
         self.participantId = participantId
         self.mixRate = mixRate
         self.logger = logger
@@ -111,7 +116,7 @@ public final class ParticipantSubscriber {
         frameStep = 33_333
         // A live source's timestamps are already on the stage clock (arrival-anchored, with
         // their own discontinuity handling): only shift them, never re-anchor on a gap.
-        let gap: Int64 = source.isLive ? .max / 4 : 10_000_000
+        let gap: Int64 = source.isLive ? .max / 4 : maxForwardGap ?? 10_000_000
         videoMapper = TimestampMapper(offset: offsetMicroseconds - fileStart, maxForwardGap: gap)
         audioMapper = TimestampMapper(offset: offsetMicroseconds - fileStart, maxForwardGap: gap)
         // Up to 10 s (as far as audio may run ahead of 300 queued video packets in badly
@@ -214,6 +219,7 @@ public final class ParticipantSubscriber {
 
     /// Makes `current` the latest frame whose stage time is ≤ `stageTime` (µs).
     public func advanceVideo(to stageTime: Int64) {
+        videoStageTime = stageTime
         guard let decoder = videoDecoder else { return }
         if !isVideoShown || awaitingKeyframe {
             readHiddenVideo(to: stageTime)
@@ -461,9 +467,13 @@ public final class ParticipantSubscriber {
                 }
             }
             if !isVideoShown {
-                // Decoding can start at a keyframe: what came before is not needed any more.
-                noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: readPacket.isKeyframe)
-                if readPacket.isKeyframe {
+                // Decoding can start at a keyframe that is due: what came before is not
+                // needed any more. One still ahead of the stage (read with the audio ahead of
+                // time) waits in the queue behind the frames due before it.
+                let restart = readPacket.isKeyframe
+                    && hiddenStageTime(of: readPacket, timeBase: videoDecoder.stream.timeBase).map { $0 <= videoStageTime } ?? true
+                noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: restart)
+                if restart {
                     dropQueuedVideo()
                 } else if videoPackets.count + 1 >= ParticipantSubscriber.maxQueuedVideoPackets {
                     dropQueuedVideo()
@@ -508,6 +518,13 @@ public final class ParticipantSubscriber {
     /// decoding will start from), the video mapper continues from the packets before it, as
     /// if their frames had been decoded: a gap longer than `maxForwardGap` would otherwise
     /// look like a jump, and the frames since an earlier keyframe like one backwards.
+    /// The stage time a packet read while hidden would map to (nothing is changed).
+    private func hiddenStageTime(of packet: Packet, timeBase: Rational) -> Int64? {
+        guard let raw = packet.timestamp else { return nil }
+        var mapper = hiddenMapper ?? videoMapper
+        return mapper.map(timeBase.rescale(raw, to: MediaTime.microseconds), nominalStep: frameStep)
+    }
+
     private func noteHiddenVideo(_ packet: Packet, timeBase: Rational, restart: Bool) {
         guard let raw = packet.timestamp else { return }
         let micro = timeBase.rescale(raw, to: MediaTime.microseconds)

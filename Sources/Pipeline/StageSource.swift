@@ -37,6 +37,12 @@ public protocol StageSource: AnyObject {
     func subscriber(for participantId: String) -> ParticipantSubscriber?
     /// Length of a recorded stage; nil for a live one.
     var duration: MediaTime? { get }
+    /// Wall-clock time (ms since 1970) of stage time 0, when known; asked when output starts.
+    var wallClockOriginMs: Int64? { get }
+}
+
+extension StageSource {
+    public var wallClockOriginMs: Int64? { nil }
 }
 
 /// A recorded stage: the manifest's timeline drives who is published; media is pulled from
@@ -66,18 +72,50 @@ public final class RecordedStageSource: StageSource {
         self.arrival = arrival
         changeTimes = Array(Set(stage.manifest.participants.flatMap { $0.timeline.map(\.atMs) })).sorted()
         for participant in stage.manifest.participants {
-            guard let path = stage.mediaPath(for: participant) else { continue }
+            let files = participant.mediaFiles
+            guard let first = files.first else { continue }
             var participantLogger = logger
             participantLogger[metadataKey: "participant.id"] = "\(participant.participantId)"
+            var parts: [SequentialMediaSource.Part] = []
+            for file in files {
+                let path = stage.path(of: file.media)
+                do {
+                    parts.append(.init(source: try DemuxerMediaSource(url: path), offsetMicroseconds: file.mediaOffsetMs * 1000))
+                } catch {
+                    throw PipelineError.media(file: path, message: error.description)
+                }
+            }
+            let source: any ParticipantMediaSource = parts.count == 1 ? parts[0].source : SequentialMediaSource(parts: parts)
             do {
                 subscribers[participant.participantId] = try ParticipantSubscriber(
-                    participantId: participant.participantId, mediaPath: path,
-                    offset: .milliseconds(participant.resolvedMediaOffsetMs), limits: limits, logger: participantLogger)
+                    participantId: participant.participantId, source: source, offset: .milliseconds(first.mediaOffsetMs),
+                    limits: limits, maxForwardGap: Self.mediaGapAllowance(participant), logger: participantLogger)
             } catch {
-                throw PipelineError.media(file: path, message: error.description)
+                throw PipelineError.media(file: stage.path(of: first.media), message: error.description)
             }
         }
     }
+
+    /// The longest jump forward in a participant's media taken as real time rather than a
+    /// broken timestamp: 10 s, or longer when the timeline says the participant was away
+    /// longer (an individual recording keeps its reconnect gaps in its timestamps).
+    static func mediaGapAllowance(_ participant: StageParticipantManifest) -> Int64 {
+        var allowance: Int64 = 10_000_000
+        var leftAt: Int64?
+        for event in participant.timeline {
+            switch event.event {
+            case .unpublish: leftAt = event.atMs
+            case .publish:
+                if let leftAt { allowance = max(allowance, (event.atMs - leftAt + 2000) * 1000) }
+                leftAt = nil
+            default: break
+            }
+        }
+        return allowance
+    }
+
+    /// The manifest's `startedAt`, when it has one.
+    public var wallClockOriginMs: Int64? { stage.manifest.startedAtMs }
 
     public var stageArn: String { stage.manifest.stageArn }
 

@@ -71,7 +71,9 @@ final class ParticipantRecordings: Sendable {
         let stageId = IVSARN(parsing: stageArn)?.resourceID ?? "stage"
         let layout = ParticipantRecordingLayout(stageId: stageId, sessionId: sessionId, participantId: key.participantId,
                                                 startedAt: now)
-        let plan = Self.plan(configuration, layout: layout, stageArn: stageArn)
+        var recordingPlan = Self.plan(configuration, layout: layout, stageArn: stageArn)
+        recordingPlan.timestampEpochMs = publisher.wallClockEpochMs
+        let plan = recordingPlan
         let state = Running()
         running.withLock { $0[key] = state }
         let window = TimeInterval(max(0, min(300, configuration.recordingReconnectWindowSeconds ?? 0)))

@@ -33,8 +33,12 @@ public struct RecordedStage: Sendable {
 
     /// Absolute path of a participant's media file, if it has one.
     public func mediaPath(for participant: StageParticipantManifest) -> String? {
-        guard let media = participant.media else { return nil }
-        return directory.appendingPathComponent(media).standardizedFileURL.path
+        participant.media.map(path(of:))
+    }
+
+    /// Absolute path of a media path relative to the stage directory.
+    public func path(of media: String) -> String {
+        directory.appendingPathComponent(media).standardizedFileURL.path
     }
 
     /// Reads and validates `DIR/manifest.json`; checks each media file exists and is readable.
@@ -60,23 +64,34 @@ public struct RecordedStage: Sendable {
         } catch {
             throw StageError(file: file, message: "malformed JSON: \(error)")
         }
+        return try validated(manifest, directory: directory, file: file)
+    }
+
+    /// A stage from a manifest made elsewhere (a session's individual recordings): the same
+    /// checks as a loaded one; `file` names the manifest's origin in errors.
+    public static func validated(_ manifest: StageManifest, directory: URL, file: String) throws(StageError) -> RecordedStage {
         try StageManifestValidator.validate(manifest, file: file)
         let stage = RecordedStage(directory: directory, manifest: manifest)
         for (index, participant) in manifest.participants.enumerated() {
-            guard let path = stage.mediaPath(for: participant) else { continue }
-            let field = "participants[\(index)].media"
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                throw StageError(file: file, field: field, message: "media file \(path) does not exist")
-            }
-            guard !isDirectory.boolValue else {
-                throw StageError(file: file, field: field, message: "media path \(path) is a directory, not a file")
-            }
-            guard FileManager.default.isReadableFile(atPath: path) else {
-                throw StageError(file: file, field: field, message: "media file \(path) is not readable")
+            for (partIndex, part) in participant.mediaFiles.enumerated() {
+                let field = participant.media != nil ? "participants[\(index)].media" : "participants[\(index)].mediaParts[\(partIndex)].media"
+                try checkReadable(stage.path(of: part.media), file: file, field: field)
             }
         }
         return stage
+    }
+
+    private static func checkReadable(_ path: String, file: String, field: String) throws(StageError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw StageError(file: file, field: field, message: "media file \(path) does not exist")
+        }
+        guard !isDirectory.boolValue else {
+            throw StageError(file: file, field: field, message: "media path \(path) is a directory, not a file")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw StageError(file: file, field: field, message: "media file \(path) is not readable")
+        }
     }
 }
 

@@ -61,6 +61,27 @@ public struct StageTimelineEvent: Codable, Hashable, Sendable {
     }
 }
 
+/// One of several media files of a participant, and when it plays.
+public struct StageMediaPart: Codable, Hashable, Sendable {
+    public var media: String
+    /// Stage time at which this file's first timestamp plays.
+    public var mediaOffsetMs: Int64
+
+    public init(media: String, mediaOffsetMs: Int64) {
+        self.media = media
+        self.mediaOffsetMs = mediaOffsetMs
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case media, mediaOffsetMs }
+
+    public init(from decoder: any Decoder) throws {
+        try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        media = try c.decode(String.self, forKey: .media)
+        mediaOffsetMs = try c.decode(Int64.self, forKey: .mediaOffsetMs)
+    }
+}
+
 public struct StageParticipantManifest: Codable, Hashable, Sendable {
     public var participantId: String
     public var userId: String
@@ -70,20 +91,24 @@ public struct StageParticipantManifest: Codable, Hashable, Sendable {
     public var media: String?
     /// Stage time at which the media's first timestamp plays. Default: the first publish.
     public var mediaOffsetMs: Int64?
+    /// Instead of `media`: several files played in turn, each from its own time (a
+    /// participant's individual recordings of one session). In time order.
+    public var mediaParts: [StageMediaPart]?
     public var timeline: [StageTimelineEvent]
 
     public init(participantId: String, userId: String, attributes: [String: String] = [:],
-                media: String?, mediaOffsetMs: Int64? = nil, timeline: [StageTimelineEvent]) {
+                media: String?, mediaOffsetMs: Int64? = nil, mediaParts: [StageMediaPart]? = nil, timeline: [StageTimelineEvent]) {
         self.participantId = participantId
         self.userId = userId
         self.attributes = attributes
         self.media = media
         self.mediaOffsetMs = mediaOffsetMs
+        self.mediaParts = mediaParts
         self.timeline = timeline
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case participantId, userId, attributes, media, mediaOffsetMs, timeline
+        case participantId, userId, attributes, media, mediaOffsetMs, mediaParts, timeline
     }
 
     public init(from decoder: any Decoder) throws {
@@ -94,7 +119,14 @@ public struct StageParticipantManifest: Codable, Hashable, Sendable {
         attributes = try c.decodeIfPresent([String: String].self, forKey: .attributes) ?? [:]
         media = try c.decodeIfPresent(String.self, forKey: .media)
         mediaOffsetMs = try c.decodeIfPresent(Int64.self, forKey: .mediaOffsetMs)
+        mediaParts = try c.decodeIfPresent([StageMediaPart].self, forKey: .mediaParts)
         timeline = try c.decode([StageTimelineEvent].self, forKey: .timeline)
+    }
+
+    /// Every media file of the participant with the stage time its first timestamp plays.
+    public var mediaFiles: [StageMediaPart] {
+        if let media { return [StageMediaPart(media: media, mediaOffsetMs: resolvedMediaOffsetMs)] }
+        return mediaParts ?? []
     }
 
     /// The stage time at which media timestamp 0 (the file's first timestamp) plays.
@@ -109,21 +141,27 @@ public struct StageManifest: Codable, Hashable, Sendable {
     /// Length of the stage recording. Absent: until the last participant unpublishes, or
     /// their media ends, whichever is later.
     public var durationMs: Int64?
+    /// Wall-clock time of stage time 0 (RFC 3339, e.g. "2026-11-26T11:53:37.123Z"), when
+    /// known: a stage re-rendered from its recordings. The composite's first segment carries
+    /// it as EXT-X-PROGRAM-DATE-TIME.
+    public var startedAt: String?
     public var participants: [StageParticipantManifest]
 
-    public init(stageArn: String, durationMs: Int64? = nil, participants: [StageParticipantManifest]) {
+    public init(stageArn: String, durationMs: Int64? = nil, startedAt: String? = nil, participants: [StageParticipantManifest]) {
         self.stageArn = stageArn
         self.durationMs = durationMs
+        self.startedAt = startedAt
         self.participants = participants
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case stageArn, durationMs, participants }
+    enum CodingKeys: String, CodingKey, CaseIterable { case stageArn, durationMs, startedAt, participants }
 
     public init(from decoder: any Decoder) throws {
         try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
         stageArn = try c.decode(String.self, forKey: .stageArn)
         durationMs = try c.decodeIfPresent(Int64.self, forKey: .durationMs)
+        startedAt = try c.decodeIfPresent(String.self, forKey: .startedAt)
         participants = try c.decode([StageParticipantManifest].self, forKey: .participants)
     }
 }
@@ -167,6 +205,9 @@ extension StageParticipantManifest {
 }
 
 extension StageManifest {
+    /// `startedAt` in ms since 1970.
+    public var startedAtMs: Int64? { startedAt.flatMap(UTCTimestamp.parseMilliseconds) }
+
     /// The stage ID: the last path component of the ARN.
     public var stageId: String { String(stageArn.split(separator: "/").last ?? "") }
 

@@ -37,6 +37,9 @@ enum StageManifestValidator {
             throw StageError(file: file, field: "participants",
                              message: "\(manifest.participants.count) participants; a stage has at most \(maximumParticipants) publishers")
         }
+        if let startedAt = manifest.startedAt, manifest.startedAtMs == nil {
+            throw StageError(file: file, field: "startedAt", message: "'\(startedAt)' is not an RFC 3339 date-time (2026-11-26T11:53:37.123Z)")
+        }
         if manifest.participants.isEmpty && manifest.durationMs == nil {
             throw StageError(file: file, field: "durationMs", message: "required when the stage has no participants")
         }
@@ -54,6 +57,26 @@ enum StageManifestValidator {
             }
             if let offset = participant.mediaOffsetMs, offset > maximumTimeMs || offset < -maximumTimeMs {
                 throw StageError(file: file, field: "\(prefix).mediaOffsetMs", message: "\(offset) is more than a week either way")
+            }
+            if let parts = participant.mediaParts {
+                if participant.media != nil || participant.mediaOffsetMs != nil {
+                    throw StageError(file: file, field: "\(prefix).mediaParts", message: "either media (with mediaOffsetMs) or mediaParts, not both")
+                }
+                if parts.isEmpty { throw StageError(file: file, field: "\(prefix).mediaParts", message: "must not be empty") }
+                var previous = Int64.min
+                for (partIndex, part) in parts.enumerated() {
+                    let field = "\(prefix).mediaParts[\(partIndex)]"
+                    if let problem = mediaPathProblem(part.media) {
+                        throw StageError(file: file, field: "\(field).media", message: "'\(part.media)' \(problem)")
+                    }
+                    if part.mediaOffsetMs > maximumTimeMs || part.mediaOffsetMs < -maximumTimeMs {
+                        throw StageError(file: file, field: "\(field).mediaOffsetMs", message: "\(part.mediaOffsetMs) is more than a week either way")
+                    }
+                    if part.mediaOffsetMs <= previous {
+                        throw StageError(file: file, field: "\(field).mediaOffsetMs", message: "parts must be in time order (\(part.mediaOffsetMs) after \(previous))")
+                    }
+                    previous = part.mediaOffsetMs
+                }
             }
             try validateTimeline(participant.timeline, prefix: prefix, durationMs: manifest.durationMs, file: file)
         }

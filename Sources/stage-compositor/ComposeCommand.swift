@@ -16,7 +16,10 @@ struct ComposeCommand: ParsableCommand {
         abstract: "Compose a recorded stage into an HLS recording (the S3 destination, on local storage) and/or push it to an RTMP channel."
     )
 
-    @Option(help: "Recorded stage directory (holds manifest.json).")
+    @Option(help: ArgumentHelp(
+        "Recorded stage directory (holds manifest.json), or one stage session's individual participant recordings: a local directory or s3://bucket/<stageId>/<sessionId>.",
+        discussion: "Recordings are placed on the session's timeline by their playlists' EXT-X-PROGRAM-DATE-TIME and durations "
+            + "(reconnect gaps included). s3://: endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, credentials from AWS_*."))
     var stage: String
 
     @Option(help: "Layout preset name (see layouts/) or LayoutConfiguration JSON file.")
@@ -84,7 +87,10 @@ struct ComposeCommand: ParsableCommand {
             do { spec = try EncoderSpec.parse(encoder) } catch { throw CLIFailure("--encoder: \(error)") }
             let layoutConfiguration = try LayoutResolver.resolve(layout)
             let thumbnailPlan = try parseThumbnails(thumbnails)
-            let recordedStage = try RecordedStage.load(from: stage)
+            let input = try StageInput.load(stage, logger: logger)
+            defer { if let directory = input.temporaryDirectory { try? FileManager.default.removeItem(at: directory) } }
+            for line in input.summary { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            let recordedStage = input.stage
             var limits = DecoderLimits()
             if let decoderThreads {
                 guard (1...16).contains(decoderThreads) else { throw CLIFailure("--decoder-threads: \(decoderThreads) is outside 1...16") }

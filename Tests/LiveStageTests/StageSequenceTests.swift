@@ -150,7 +150,8 @@ struct LiveStageSequenceRunner {
     static let latencyMs: Int64 = 200
     static let videoStoppedAfterMs: Int64 = 1_000
     static let timing = StageModelTiming(pictureDelayMs: latencyMs, cameraOffAfterMs: latencyMs + videoStoppedAfterMs, settleMs: 260,
-                                         supportsMute: false, supportsKill: true, supportsResize: true, supportsNewTraits: true)
+                                         supportsMute: false, supportsKill: true, supportsResize: true, supportsNewTraits: true,
+                                         leaveShownAfterMs: latencyMs)
     let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/Sequence"
     let video: SyntheticVideo
     let output: TickObserver.RenderTarget
@@ -338,7 +339,8 @@ struct RecordedStageSequenceRunner {
             try FileManager.default.linkItem(at: mediaDirectory.appendingPathComponent("p\(index).mp4"),
                                              to: stage.appendingPathComponent("p\(index).mp4"))
             return ["participantId": StageModel.id(index), "userId": "u\(index)", "attributes": traits[index]?.attributes ?? [:],
-                    "media": "p\(index).mp4", "mediaOffsetMs": 0, "timeline": timelines[index] ?? []]
+                    // The media starts when the participant first publishes, as a recording of it does.
+                    "media": "p\(index).mp4", "mediaOffsetMs": timelines[index]?.first?["atMs"] ?? 0, "timeline": timelines[index] ?? []]
         }
         let object: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Recorded",
                                      "durationMs": sequence.durationMs, "participants": participants]

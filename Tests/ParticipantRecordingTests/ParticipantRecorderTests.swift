@@ -156,4 +156,80 @@ struct ParticipantRecorderTests {
         let ended = try output.json(output.layout.metadataKey(for: .recordingEnded))
         #expect((ended["recording_status_message"] as? String)?.contains("VP8") == true, "\(ended)")
     }
+
+    @Test("a reconnect continues the recording after a discontinuity: it starts at its keyframe, and its date and timestamps keep the gap")
+    func reconnectKeepsTheGap() async throws {
+        let directory = try RecorderHarness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for name in ["a", "b"] { try FileManager.default.createDirectory(at: directory.appendingPathComponent(name), withIntermediateDirectories: true) }
+        let first = try RecorderHarness.clip(seconds: 4, in: directory.appendingPathComponent("a"))
+        let second = try RecorderHarness.clip(seconds: 3, in: directory.appendingPathComponent("b"))
+        let epoch: Int64 = 1_764_158_000_000
+        let box = try await onThread { () throws -> RecorderHarness.ResultBox in
+            let layout = ParticipantRecordingLayout(stageId: "AbCdef1G2hij", sessionId: "st-ZyXwvu1T2sABC", participantId: "p1",
+                                                    startedAt: Date(timeIntervalSince1970: 1_764_158_000))
+            let storage = directory.appendingPathComponent("bucket")
+            let plan = ParticipantRecordingPlan(layout: layout, stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/AbCdef1G2hij",
+                                                targetSegmentDurationSeconds: 2, timestampEpochMs: epoch)
+            let recorder = ParticipantRecorder(plan: plan, uploads: UploadQueue(storage: LocalDirectoryStorage(root: storage),
+                                                                                logger: RecorderHarness.logger),
+                                               logger: RecorderHarness.logger)
+            recorder.start()
+            // The first connection from stage time 0, the second from 6 s (after 2 s away).
+            let connection = try DemuxerMediaSource(url: first)
+            while try recorder.record(from: connection) {}
+            recorder.sourceReplaced()
+            let shifted = ShiftedMediaSource(base: try DemuxerMediaSource(url: second), shiftMicroseconds: 6_000_000)
+            while try recorder.record(from: shifted) {}
+            return RecorderHarness.ResultBox((RecordedOutput(root: storage, layout: layout), recorder.finish()))
+        }
+        let (output, outcome) = box.value
+        #expect(outcome.status == .recordingEnded)
+        let playlist = try MediaPlaylist.parse(try output.text(output.layout.mediaPlaylistKey))
+        let breaks = playlist.segments.indices.filter { playlist.segments[$0].discontinuity }
+        #expect(breaks.count == 1, "\(playlist.segments)")
+        #expect(playlist.segments.first?.programDateTimeMs == epoch)
+        if let index = breaks.first {
+            #expect(playlist.segments[index].programDateTimeMs.map { abs($0 - (epoch + 6000)) <= 1 } == true, "\(playlist.segments[index])")
+        }
+        #expect(playlist.segments.filter { $0.programDateTimeMs != nil }.count == 2)
+        // The video after the gap starts with a keyframe 6 s after the first connection's.
+        let firstVideo = try RecorderHarness.ffprobe(["-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0",
+                                                      "-read_intervals", "%+#1", second])
+        let videoStart = Double(firstVideo.split(separator: "\n").first.map(String.init) ?? "") ?? 0
+        let packets = try RecorderHarness.ffprobe(["-select_streams", "v", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+                                                   output.url(output.layout.multivariantPlaylistKey).path])
+        let rows = packets.split(separator: "\n").map { $0.split(separator: ",") }.filter { $0.count >= 2 }
+        let afterGap = rows.first { (Double($0[0]) ?? 0) > 4.5 }
+        #expect(afterGap.map { abs((Double($0[0]) ?? 0) - 6 - videoStart) < 0.002 && $0[1].hasPrefix("K") } == true,
+                "first video after the gap: \(String(describing: afterGap)), expected a keyframe at \(6 + videoStart)")
+        #expect(rows.filter { (Double($0[0]) ?? 0) > 4.05 && (Double($0[0]) ?? 0) < 5.95 }.isEmpty, "nothing in the gap")
+    }
+}
+
+/// A source with its timestamps moved later (a reconnect's media on the stage clock).
+final class ShiftedMediaSource: ParticipantMediaSource {
+    let base: any ParticipantMediaSource
+    let shiftMicroseconds: Int64
+
+    init(base: any ParticipantMediaSource, shiftMicroseconds: Int64) {
+        self.base = base
+        self.shiftMicroseconds = shiftMicroseconds
+    }
+
+    func stream(_ type: MediaType) -> MediaStreamSetup? { base.stream(type) }
+
+    func read(into packet: Packet) throws(FFmpegError) -> MediaSourceRead {
+        let result = try base.read(into: packet)
+        if case .packet(let type) = result, let setup = base.stream(type) {
+            let shift = MediaTime.microseconds.rescale(shiftMicroseconds, to: setup.info.timeBase)
+            if packet.hasPTS { packet.pts += shift }
+            if packet.hasDTS { packet.dts += shift }
+        }
+        return result
+    }
+
+    var startTimeMicroseconds: Int64? { base.startTimeMicroseconds.map { $0 + shiftMicroseconds } }
+    var durationMicroseconds: Int64? { base.durationMicroseconds }
+    var isLive: Bool { false }
 }

@@ -117,9 +117,13 @@ public struct StageModelTiming: Sendable {
     public var supportsResize: Bool
     /// Whether a participant may rejoin with other attributes.
     public var supportsNewTraits: Bool
+    /// From a leave to the participant's tile and voice going (live: the latency, while what
+    /// it sent last plays out; a recorded timeline's unpublish acts at once).
+    public var leaveShownAfterMs: Int64
 
     public init(pictureDelayMs: Int64, cameraOffAfterMs: Int64, settleMs: Int64, supportsMute: Bool, supportsKill: Bool,
-                supportsResize: Bool, supportsNewTraits: Bool) {
+                supportsResize: Bool, supportsNewTraits: Bool, leaveShownAfterMs: Int64 = 0) {
+        self.leaveShownAfterMs = leaveShownAfterMs
         self.pictureDelayMs = pictureDelayMs
         self.cameraOffAfterMs = cameraOffAfterMs
         self.settleMs = settleMs
@@ -234,13 +238,18 @@ public struct StageModel: Sendable {
             startVideo(&p, at: t, newConnection: true)
         case .leave:
             guard live else { return false }
-            p.connected = false
-            p.changes.append(t)
+            if timing.leaveShownAfterMs > 0 {
+                p.leavesAtMs = t + timing.leaveShownAfterMs
+            } else {
+                p.connected = false
+            }
+            p.changes += [t, t + timing.leaveShownAfterMs]
         case .kill(_, let after):
             guard live, timing.supportsKill else { return false }
             if p.sendingVideo { stopVideo(&p, at: t) }
-            p.leavesAtMs = t + after
-            p.changes.append(t + after)
+            // Its last media (sent at t) plays out until t + latency, unless noticed later.
+            p.leavesAtMs = t + max(after, timing.leaveShownAfterMs)
+            p.changes.append(t + max(after, timing.leaveShownAfterMs))
         case .stopVideo:
             guard live, p.sendingVideo else { return false }
             stopVideo(&p, at: t)
