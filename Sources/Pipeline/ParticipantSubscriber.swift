@@ -56,6 +56,9 @@ public final class ParticipantSubscriber {
     /// The stage time video was last advanced to: a keyframe read while hidden restarts
     /// decoding only once it is due (audio reads ahead, and with it the video packets).
     private var videoStageTime: Int64 = .min
+    /// Keyframes read while hidden before they were due (queue index, stage time, the mapper
+    /// as it stood before them): decoding restarts at the latest once the stage reaches it.
+    private var deferredRestarts: [(index: Int, time: Int64, mapper: TimestampMapper)] = []
     /// Maps the packets read while hidden (the decoder maps frames only when it decodes
     /// them): at a restart the video mapper takes its state, so the frames decoded from the
     /// keyframe on continue from the packets dropped before it.
@@ -220,6 +223,11 @@ public final class ParticipantSubscriber {
     /// Makes `current` the latest frame whose stage time is ≤ `stageTime` (µs).
     public func advanceVideo(to stageTime: Int64) {
         videoStageTime = stageTime
+        if !deferredRestarts.isEmpty {
+            applyDueRestarts()
+            // Shown: decoding goes on from the queue's head; later keyframes are just frames.
+            if isVideoShown && !awaitingKeyframe { deferredRestarts.removeAll(keepingCapacity: true) }
+        }
         guard let decoder = videoDecoder else { return }
         if !isVideoShown || awaitingKeyframe {
             readHiddenVideo(to: stageTime)
@@ -233,9 +241,10 @@ public final class ParticipantSubscriber {
         }
         while true {
             if let due = pendingTime {
-                // The first picture often starts a few ms after the audio (containers shift
-                // video by the AAC priming): show it at once rather than flash camera-off.
-                guard due <= stageTime || (currentTime == nil && due - stageTime < frameStep) else { return }
+                // A recorded file's first picture often starts a few ms after its audio
+                // (containers shift video by the AAC priming): show it at once rather than flash
+                // camera-off. A live tile shows camera-off until its first picture is due.
+                guard due <= stageTime || (currentTime == nil && !source.isLive && due - stageTime < frameStep) else { return }
                 current.swap(with: pending)
                 currentTime = due
                 videoGeneration &+= 1
@@ -470,8 +479,11 @@ public final class ParticipantSubscriber {
                 // Decoding can start at a keyframe that is due: what came before is not
                 // needed any more. One still ahead of the stage (read with the audio ahead of
                 // time) waits in the queue behind the frames due before it.
-                let restart = readPacket.isKeyframe
-                    && hiddenStageTime(of: readPacket, timeBase: videoDecoder.stream.timeBase).map { $0 <= videoStageTime } ?? true
+                let time = readPacket.isKeyframe ? hiddenStageTime(of: readPacket, timeBase: videoDecoder.stream.timeBase) : nil
+                let restart = readPacket.isKeyframe && time.map { $0 <= videoStageTime } ?? true
+                if readPacket.isKeyframe, !restart, let time {
+                    deferredRestarts.append((videoPackets.count, time, hiddenMapper ?? videoMapper))
+                }
                 noteHiddenVideo(readPacket, timeBase: videoDecoder.stream.timeBase, restart: restart)
                 if restart {
                     dropQueuedVideo()
@@ -518,6 +530,19 @@ public final class ParticipantSubscriber {
     /// decoding will start from), the video mapper continues from the packets before it, as
     /// if their frames had been decoded: a gap longer than `maxForwardGap` would otherwise
     /// look like a jump, and the frames since an earlier keyframe like one backwards.
+    /// The stage reached a keyframe queued ahead of time: what came before it is not needed.
+    private func applyDueRestarts() {
+        guard let last = deferredRestarts.lastIndex(where: { $0.time <= videoStageTime }) else { return }
+        let restart = deferredRestarts[last]
+        for packet in videoPackets.prefix(restart.index) { recycle(packet) }
+        videoPackets.removeFirst(min(restart.index, videoPackets.count))
+        videoMapper = restart.mapper
+        pendingTime = nil
+        videoRestart = true
+        deferredRestarts.removeFirst(last + 1)
+        for index in deferredRestarts.indices { deferredRestarts[index].index -= restart.index }
+    }
+
     /// The stage time a packet read while hidden would map to (nothing is changed).
     private func hiddenStageTime(of packet: Packet, timeBase: Rational) -> Int64? {
         guard let raw = packet.timestamp else { return nil }
@@ -539,6 +564,7 @@ public final class ParticipantSubscriber {
     private func dropQueuedVideo() {
         for packet in videoPackets { recycle(packet) }
         videoPackets.removeAll(keepingCapacity: true)
+        deferredRestarts.removeAll(keepingCapacity: true)
         pendingTime = nil
         videoRestart = true
     }

@@ -25,7 +25,9 @@ public final class StageRenderer {
     public func render(tick: Int64, repeatPicture: Bool = false) -> [StageParticipantState] {
         let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
         let stageMicro = stageTime.microsecondsValue
-        let participants = source.participants(at: stageTime)
+        // Who is on the stage is asked for the instant this frame stands for, as frames are
+        // (`frameLead`: the tick nearest a join or leave shows it, as it shows the nearest picture).
+        let participants = source.participants(at: .microseconds(stageMicro + compositor.frameLead))
         if repeatPicture {
             compositor.advanceVideo(participants: participants, source: source, stageTime: stageMicro)
         } else {

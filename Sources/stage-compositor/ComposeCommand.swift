@@ -22,6 +22,10 @@ struct ComposeCommand: ParsableCommand {
             + "(reconnect gaps included). s3://: endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, credentials from AWS_*."))
     var stage: String
 
+    @Option(name: .customLong("participant-attribute"),
+            help: ArgumentHelp("PARTICIPANT_ID:KEY=VALUE: sets a participant attribute (repeatable), e.g. the PiP or featured attribute for a re-render: individual recordings do not carry attributes."))
+    var participantAttributes: [String] = []
+
     @Option(help: "Layout preset name (see layouts/) or LayoutConfiguration JSON file.")
     var layout: String = "grid"
 
@@ -90,7 +94,7 @@ struct ComposeCommand: ParsableCommand {
             let input = try StageInput.load(stage, logger: logger)
             defer { if let directory = input.temporaryDirectory { try? FileManager.default.removeItem(at: directory) } }
             for line in input.summary { FileHandle.standardError.write(Data((line + "\n").utf8)) }
-            let recordedStage = input.stage
+            let recordedStage = try Self.applying(participantAttributes, to: input.stage)
             var limits = DecoderLimits()
             if let decoderThreads {
                 guard (1...16).contains(decoderThreads) else { throw CLIFailure("--decoder-threads: \(decoderThreads) is outside 1...16") }
@@ -158,6 +162,27 @@ struct ComposeCommand: ParsableCommand {
                 throw CLIFailure("\(failure.key) failed: \(failure.value)")
             }
         }
+    }
+}
+
+extension ComposeCommand {
+    /// The stage with `PARTICIPANT_ID:KEY=VALUE` attributes set.
+    static func applying(_ assignments: [String], to stage: RecordedStage) throws -> RecordedStage {
+        guard !assignments.isEmpty else { return stage }
+        var manifest = stage.manifest
+        for assignment in assignments {
+            guard let colon = assignment.firstIndex(of: ":"), let equals = assignment[colon...].firstIndex(of: "=") else {
+                throw CLIFailure("--participant-attribute: '\(assignment)' is not PARTICIPANT_ID:KEY=VALUE")
+            }
+            let participantId = String(assignment[..<colon])
+            let key = String(assignment[assignment.index(after: colon)..<equals])
+            guard !key.isEmpty, let index = manifest.participants.firstIndex(where: { $0.participantId == participantId }) else {
+                let known = manifest.participants.map(\.participantId).joined(separator: ", ")
+                throw CLIFailure("--participant-attribute: no participant '\(participantId)' in this stage (it has: \(known))")
+            }
+            manifest.participants[index].attributes[key] = String(assignment[assignment.index(after: equals)...])
+        }
+        return RecordedStage(directory: stage.directory, manifest: manifest)
     }
 }
 

@@ -44,6 +44,10 @@ struct StageInput {
                 files = relativeFiles(under: root)
             }
         }
+        guard files.contains(where: isRecordingEvent) else {
+            throw CLIFailure("--stage: no \(directory.appendingPathComponent(RecordedStage.manifestName).path) (a recorded stage) and no "
+                             + "individual participant recordings (<participantId>/<timestamp>/events/recording-*.json) in \(source)")
+        }
         let recordings = try SessionRecordings.read(files: files, source: root.path) { path in
             try Data(contentsOf: root.appendingPathComponent(path))
         }

@@ -126,11 +126,14 @@ final class TickObserver {
         }
     }
 
+    /// Half a frame at 10 fps, as CompositionSession sets it.
+    static let frameLeadMs: Int64 = 50
+
     init(source: any StageSource, layout: ModelLayout, output: RenderTarget, logger: Logger) throws {
         self.output = output
         let compositor = VideoCompositor(canvas: output.canvas, layout: layout.engine, logger: logger)
         compositor.parallelDecoding = false
-        compositor.frameLead = 50_000
+        compositor.frameLead = Self.frameLeadMs * 1000
         let mixer = AudioMixer(sampleRate: 48_000, frameRate: Self.frameRate, encoderFrame: try output.audio.makeInputFrame(),
                                frameSize: output.audio.frameSize)
         renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: Self.frameRate)
@@ -151,7 +154,9 @@ struct LiveStageSequenceRunner {
     static let videoStoppedAfterMs: Int64 = 1_000
     static let timing = StageModelTiming(pictureDelayMs: latencyMs, cameraOffAfterMs: latencyMs + videoStoppedAfterMs, settleMs: 260,
                                          supportsMute: false, supportsKill: true, supportsResize: true, supportsNewTraits: true,
-                                         leaveShownAfterMs: latencyMs)
+                                         // Joins happen when they happen (the hub cannot see ahead); a leaver's
+                                         // queued media plays out for the latency, ending on the tick nearest it.
+                                         leaveShownAfterMs: latencyMs - TickObserver.frameLeadMs)
     let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/Sequence"
     let video: SyntheticVideo
     let output: TickObserver.RenderTarget
@@ -268,7 +273,7 @@ struct LiveStageSequenceRunner {
 /// participant, composed through RecordedStageSource.
 struct RecordedStageSequenceRunner {
     static let timing = StageModelTiming(pictureDelayMs: 0, cameraOffAfterMs: 0, settleMs: 60, supportsMute: true, supportsKill: false,
-                                         supportsResize: false, supportsNewTraits: false)
+                                         supportsResize: false, supportsNewTraits: false, frameLeadMs: TickObserver.frameLeadMs)
     static let maxDurationMs: Int64 = 12_000
     let mediaDirectory: URL
     let output: TickObserver.RenderTarget

@@ -11,7 +11,8 @@ final class WHIPDaemonTests: XCTestCase {
             "whip_tests.py", test, tools: ["aws", "ffmpeg", "ffprobe", "python3", "nginx"] + tools, file: file, line: line)
         // Figures the tests measure go to the suite's output.
         for line in output.split(separator: "\n")
-        where line.hasPrefix("A/V offset") || line.hasPrefix("Chromium:") || line.hasPrefix("impairment:") || line.hasPrefix("aiortc") {
+        where line.hasPrefix("A/V offset") || line.hasPrefix("Chromium:") || line.hasPrefix("impairment:") || line.hasPrefix("aiortc")
+            || line.hasPrefix("every join and leave") || line.hasPrefix("pip-bottom-right") {
             print("\(test): \(line)")
         }
     }
@@ -31,6 +32,9 @@ final class WHIPDaemonTests: XCTestCase {
     }
     func testChromiumVP8SimulcastComposesTheLargestLayer() throws {
         try run("chromium_vp8_simulcast_composes_the_largest_layer", tools: ["chromium"])
+    }
+    func testSessionRerenderMatchesTheLiveComposite() throws {
+        try run("session_rerender_matches_the_live_composite", tools: ["chromium", "moto_server"])
     }
     func testGStreamerWebRTCBinInANamespace() throws { try run("gstreamer_webrtcbin_in_a_namespace", tools: ["ip", "gst-launch-1.0"]) }
     func testImpairedNetworkKeepsPlayingThenAnOutageLeaves() throws { try run("impaired_network_keeps_playing_then_an_outage_leaves") }

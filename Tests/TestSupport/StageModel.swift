@@ -120,10 +120,14 @@ public struct StageModelTiming: Sendable {
     /// From a leave to the participant's tile and voice going (live: the latency, while what
     /// it sent last plays out; a recorded timeline's unpublish acts at once).
     public var leaveShownAfterMs: Int64
+    /// A frame at tick time t stands for the instant t + this (the compositor's frame lead:
+    /// pictures, joins and leaves show on the tick nearest them).
+    public var frameLeadMs: Int64
 
     public init(pictureDelayMs: Int64, cameraOffAfterMs: Int64, settleMs: Int64, supportsMute: Bool, supportsKill: Bool,
-                supportsResize: Bool, supportsNewTraits: Bool, leaveShownAfterMs: Int64 = 0) {
+                supportsResize: Bool, supportsNewTraits: Bool, leaveShownAfterMs: Int64 = 0, frameLeadMs: Int64 = 0) {
         self.leaveShownAfterMs = leaveShownAfterMs
+        self.frameLeadMs = frameLeadMs
         self.pictureDelayMs = pictureDelayMs
         self.cameraOffAfterMs = cameraOffAfterMs
         self.settleMs = settleMs
@@ -385,7 +389,8 @@ public struct StageModel: Sendable {
     /// be exactly as the model says (tile or none, picture or camera-off, heard or not, in
     /// order); unsettled ones may be either way; nobody may have two tiles or a tile the
     /// model has never heard of.
-    public func violation(observed: StageView, atMs t: Int64) -> String? {
+    public func violation(observed: StageView, atMs tick: Int64) -> String? {
+        let t = tick + timing.frameLeadMs
         let expected = expectedView(atMs: t)
         var seen: Set<String> = []
         for tile in observed.tiles where !seen.insert(tile.participant).inserted {

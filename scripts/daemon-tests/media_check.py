@@ -194,13 +194,15 @@ def av_onsets(path, width, height, luma_threshold, beep_threshold, window=0.4):
     return offsets
 
 
-def tiles(binary, participants, size, layout="grid"):
-    """participant index (1-based) → (x, y, width, height) as the layout engine places them."""
+def tiles(binary, participants, size, layout="grid", pip=None):
+    """participant index (1-based) → (x, y, width, height) as the layout engine places them
+    (`pip`: the index of the participant with the PiP attribute)."""
     if participants == 0:
         return {}
     with tempfile.TemporaryDirectory() as scratch:
         result = subprocess.run([binary, "layout", "preview", "--layout", layout, "--participants", str(participants),
-                                 "--size", size, "--out", os.path.join(scratch, "preview.png")],
+                                 "--size", size, "--out", os.path.join(scratch, "preview.png"),
+                                 *(["--pip", str(pip)] if pip else [])],
                                 capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
         raise RuntimeError(f"layout preview: {result.stderr}")
