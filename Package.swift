@@ -273,7 +273,7 @@ let package = Package(
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations",
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
                                                         "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),

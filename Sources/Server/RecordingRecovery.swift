@@ -142,7 +142,19 @@ enum ParticipantRecordingRecovery {
         let layout = ParticipantRecordingLayout(stageId: parts[0], sessionId: parts[1], participantId: parts[2],
                                                 startedAt: startedAt ?? restartedAt)
         let renditionPrefix = layout.renditionPrefix + "/"
-        let known = try await RecordingRecovery.playlistText(storage, key: layout.mediaPlaylistKey).map(RecordingRecovery.parseDurations) ?? [:]
+        // What the playlist said before the crash (discontinuities, initialization sections,
+        // dates: what a re-render places the media by) is kept as written; stored segments it
+        // did not list yet are measured and appended.
+        let written: MediaPlaylist?
+        if let text = try await RecordingRecovery.playlistText(storage, key: layout.mediaPlaylistKey) {
+            do { written = try MediaPlaylist.parse(text) } catch {
+                logger.warning("the stored playlist cannot be read; rebuilt from the segments", metadata: ["reason": "\(error)"])
+                written = nil
+            }
+        } else {
+            written = nil
+        }
+        let known = Dictionary(written?.segments.map { ($0.uri, $0) } ?? [], uniquingKeysWith: { first, _ in first })
         let keys = try await storage.list(prefix: renditionPrefix)
         let segments = keys.compactMap { key -> (Int, String)? in
             let name = String(key.dropFirst(renditionPrefix.count))
@@ -151,13 +163,16 @@ enum ParticipantRecordingRecovery {
         }.sorted { $0.0 < $1.0 }
         // The configured target is not stored; EXT-X-TARGETDURATION follows the longest segment.
         var playlist = MediaPlaylist(targetDurationSeconds: 1, mediaSequence: 1, playlistType: .vod,
-                                     initSegmentURI: keys.contains(renditionPrefix + "init.mp4") ? "init.mp4" : nil)
+                                     initSegmentURI: written?.initSegmentURI ?? (keys.contains(renditionPrefix + "init.mp4") ? "init.mp4" : nil))
         for (_, name) in segments {
-            if let duration = known[name] {
-                playlist.segments.append(HLSSegment(uri: name, duration: duration))
-            } else if let micro = await measure(storage: storage, initKey: renditionPrefix + "init.mp4", key: renditionPrefix + name),
-                      micro > 0 {
-                playlist.segments.append(HLSSegment(uri: name, duration: .microseconds(micro)))
+            if let segment = known[name] {
+                playlist.segments.append(segment)
+                continue
+            }
+            // Not listed yet: it belongs to the last initialization section listed.
+            let initName = playlist.segments.last?.initSegmentURI ?? playlist.initSegmentURI ?? "init.mp4"
+            if let micro = await measure(storage: storage, initKey: renditionPrefix + initName, key: renditionPrefix + name), micro > 0 {
+                playlist.segments.append(HLSSegment(uri: name, duration: .microseconds(micro), initSegmentURI: initName))
             } else {
                 logger.warning("segment cannot be read; left out of the playlist", metadata: ["segment": "\(name)"])
             }
@@ -192,6 +207,9 @@ enum ParticipantRecordingRecovery {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-\(UUID().uuidString).mp4")
         defer { try? FileManager.default.removeItem(at: file) }
         guard (try? (header + fragment).write(to: file)) != nil else { return nil }
-        return RecordingRecovery.measureDuration(path: file.path)
+        // A fragment keeps its decode times (it may start seconds in), and MP4's duration runs
+        // from time 0: its own length is from its start.
+        guard let demuxer = try? Demuxer(url: file.path), let duration = demuxer.durationMicroseconds else { return nil }
+        return duration - max(0, min(demuxer.startTimeMicroseconds ?? 0, duration))
     }
 }
