@@ -239,29 +239,53 @@ public final class LivePublisher: Sendable {
                 return
             }
             let dts = state.mapper.presentationTime(mediaTime: timestamp, arrival: arrival)
-            let packet = LiveMediaPacket(type: type, content: .data(data), pts: dts + compositionOffset, dts: dts,
-                                         isKeyframe: type == .audio || isKeyframe)
-            state.receivedPackets += 1
-            state.receivedBytes += Int64(data.count)
-            state.lastMediaTime = max(state.lastMediaTime ?? dts, dts)
-            if type == .video {
-                state.lastVideoArrival = arrival
-                if isKeyframe {
-                    state.keyframeCache.removeAll(keepingCapacity: true)
+            Self.deliver(LiveMediaPacket(type: type, content: .data(data), pts: dts + compositionOffset, dts: dts,
+                                         isKeyframe: type == .audio || isKeyframe),
+                         size: data.count, arrival: arrival, cacheLimit: cacheLimit, cachePackets: cachePackets, state: &state)
+        }
+    }
+
+    /// A packet already on this hub's stage clock (a replica forwarding its source's media,
+    /// which the source's own mapping placed): delivered as it is, not mapped again.
+    public func pushStageTimed(_ type: MediaType, data: [UInt8], dts: Int64, pts: Int64, isKeyframe: Bool) {
+        let arrival = hub.clock.now().microsecondsValue
+        let cacheLimit = hub.settings.keyframeCacheBytes
+        let cachePackets = hub.settings.keyframeCachePackets
+        let limit = LiveMediaSettings.timestampLimit
+        state.withLock { state in
+            guard !state.ended, state.setups[type] != nil else { return }
+            guard dts > -limit, dts < limit, pts > -limit, pts < limit else {
+                state.droppedTimestamps += 1
+                return
+            }
+            Self.deliver(LiveMediaPacket(type: type, content: .data(data), pts: pts, dts: dts, isKeyframe: type == .audio || isKeyframe),
+                         size: data.count, arrival: arrival, cacheLimit: cacheLimit, cachePackets: cachePackets, state: &state)
+        }
+    }
+
+    private static func deliver(_ packet: LiveMediaPacket, size: Int, arrival: Int64, cacheLimit: Int, cachePackets: Int,
+                                state: inout State) {
+        let type = packet.type, dts = packet.dts, isKeyframe = packet.isKeyframe
+        state.receivedPackets += 1
+        state.receivedBytes += Int64(size)
+        state.lastMediaTime = max(state.lastMediaTime ?? dts, dts)
+        if type == .video {
+            state.lastVideoArrival = arrival
+            if isKeyframe {
+                state.keyframeCache.removeAll(keepingCapacity: true)
+                state.keyframeCacheBytes = 0
+            }
+            if isKeyframe || !state.keyframeCache.isEmpty {
+                if state.keyframeCacheBytes + size <= cacheLimit, state.keyframeCache.count < cachePackets {
+                    state.keyframeCache.append(packet)
+                    state.keyframeCacheBytes += size
+                } else {
+                    state.keyframeCache.removeAll()
                     state.keyframeCacheBytes = 0
                 }
-                if isKeyframe || !state.keyframeCache.isEmpty {
-                    if state.keyframeCacheBytes + data.count <= cacheLimit, state.keyframeCache.count < cachePackets {
-                        state.keyframeCache.append(packet)
-                        state.keyframeCacheBytes += data.count
-                    } else {
-                        state.keyframeCache.removeAll()
-                        state.keyframeCacheBytes = 0
-                    }
-                }
             }
-            for queue in state.queues where queue.push(packet) { state.keyframeWanted = true }
         }
+        for queue in state.queues where queue.push(packet) { state.keyframeWanted = true }
     }
 
     /// A queue of this publisher's media alone (its setups and cached GOP first), for a

@@ -302,6 +302,9 @@ public final class ParticipantRecorder {
     private func cutSegment(at end: Int64) throws(FFmpegError) {
         guard let run, let start = segmentStart, end > start else { return }
         let bytes = try run.muxer.cutSegment()
+        // Every fragment starts at its own packets' decode times, not where the previous one's
+        // durations end: live media has gaps (a stalled or replicated source) that must stay gaps.
+        run.muxer.markNextFragmentDiscontinuous()
         segmentStart = nil
         keyframeWished = false
         guard !bytes.isEmpty else { return }

@@ -29,8 +29,9 @@ final class ReplicaForwarder: Sendable {
                         switch packet.content {
                         case .configuration(let configuration): replica.announce(configuration)
                         case .data(let bytes):
-                            replica.push(packet.type, data: bytes, timestamp: packet.dts, compositionOffset: packet.pts &- packet.dts,
-                                         isKeyframe: packet.isKeyframe)
+                            // Both stages run on the hub's clock: the source's placement stands
+                            // (mapping it again would add a second latency and see a reconnect as a jump).
+                            replica.pushStageTimed(packet.type, data: bytes, dts: packet.dts, pts: packet.pts, isKeyframe: packet.isKeyframe)
                         }
                     case .empty:
                         if replica.takeKeyframeRequest() { current.requestKeyframe() }

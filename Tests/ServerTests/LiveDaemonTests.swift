@@ -12,7 +12,7 @@ final class LiveDaemonTests: XCTestCase {
         // Figures the tests measure (A/V offsets, time to LEFT, lagged frames and dropped packets
         // under load) and the generated sequences with their seeds go to the suite's output.
         for line in output.split(separator: "\n")
-        where line.hasPrefix("A/V offset") || line.hasPrefix("published ") || line.hasPrefix("replication:") || line.hasPrefix("after kill -9") || line.hasPrefix("WHIP AUDIO_VIDEO") || line.hasPrefix("killed publisher") || line.hasPrefix("overload:")
+        where line.hasPrefix("A/V offset") || line.hasPrefix("published ") || line.hasPrefix("replication:") || line.hasPrefix("replica ") || line.hasPrefix("after kill -9") || line.hasPrefix("WHIP AUDIO_VIDEO") || line.hasPrefix("killed publisher") || line.hasPrefix("overload:")
             || (line.hasPrefix("seed ") && line.contains(" sequence: ")) {
             print("\(test): \(line)")
         }
@@ -40,6 +40,7 @@ extension LiveDaemonTests {
     func testIndividualRecordingOfWHIPPublishersAndMediaTypes() throws { try run("individual_recording_whip_and_media_types") }
     func testIndividualRecordingIsFinalizedAfterKill9() throws { try run("individual_recording_survives_kill9") }
     func testParticipantReplicationComposesTheReplicaOnTheDestination() throws { try run("participant_replication") }
+    func testReplicaReconnectsAndIsRecordedOnTheDestination() throws { try run("replica_reconnects_and_is_recorded_on_the_destination") }
     /// Seeded join/unpublish/kill/rejoin sequences (ffmpeg RTMP and aiortc WHIP publishers)
     /// against the model of the stage; STAGE_SEQUENCE_SEED=N runs seed N alone.
     func testGeneratedJoinLeaveSequencesFollowTheModel() throws { try run("generated_join_leave_sequences") }

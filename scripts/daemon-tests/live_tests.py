@@ -1374,6 +1374,83 @@ def test_participant_replication(d):
     check(d.stop() == 0, "the daemon exits cleanly")
 
 
+def test_replica_reconnects_and_is_recorded_on_the_destination(d):
+    """A red, 440 Hz publisher on stage A replicated (reconnectWindowSeconds 20) to stage B, whose
+    autoParticipantRecordingConfiguration records replicas (recordParticipantReplicas true), and
+    to stage C, whose does not (false). The source drops (SIGKILL) and comes back to A 3 s later:
+    the replicas stay ACTIVE, and B's individual recording of the replica is one recording (B's
+    participant never left: its media has a gap, no discontinuity), red, with its tone before
+    and after the gap; C records nothing for it."""
+    d.start()
+    _, sto = setup_encoder_and_storage(d)
+    a = create_stage(d, "source")
+
+    def destination(name, record_replicas):
+        recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "recordParticipantReplicas": record_replicas,
+                     "recordingReconnectWindowSeconds": 5, "hlsConfiguration": {"targetSegmentDurationSeconds": 2},
+                     "thumbnailConfiguration": {"recordingMode": "DISABLED"}}
+        return d.cli("create-stage", "--name", name, "--auto-participant-recording-configuration", json.dumps(recording))["stage"]
+    b, c = destination("records-replicas", True), destination("does-not", False)
+    red_ingest = create_ingest(d, a["arn"], "red", secure=False)
+    url = publish_url(a, red_ingest, False)
+    participant = red_ingest["participantId"]
+    red = Publisher(url, "red", 440, d.workdir, "red-1")
+    try:
+        wait_published(d, a["arn"], participant)
+        for stage in (b, c):
+            d.cli("start-participant-replication", "--source-stage-arn", a["arn"], "--destination-stage-arn", stage["arn"],
+                  "--participant-id", participant, "--reconnect-window-seconds", "20")
+        session_b, session_c = session_id(d, b["arn"]), session_id(d, c["arn"])
+        time.sleep(5)
+        red.kill()
+        time.sleep(3)
+        states = [r["replicationState"] for r in d.cli("list-participant-replicas", "--source-stage-arn", a["arn"],
+                                                       "--participant-id", participant)["replicas"]]
+        print(f"while the source is away: replicas {states}")
+        check(states == ["ACTIVE", "ACTIVE"], f"the replicas wait for the source within the window: {states}")
+        red = Publisher(url, "red", 440, d.workdir, "red-2")
+        wait_participant(d, a["arn"], session_id(d, a["arn"]), participant, "CONNECTED")
+        time.sleep(5)
+        for stage in (b, c):
+            d.cli("stop-participant-replication", "--source-stage-arn", a["arn"], "--destination-stage-arn", stage["arn"],
+                  "--participant-id", participant)
+        wait_participant(d, b["arn"], session_b, participant, "DISCONNECTED")
+    finally:
+        red.kill()
+    events = recording_events_of(d, participant, timeout=60)
+    b_events = [e for e in events if e["detail"]["session_id"] == session_b]
+    names = [e["detail"]["event_name"] for e in b_events]
+    check(names == ["Recording Start", "Recording End"], f"B records the replica: {names}")
+    check(not [e for e in events if e["detail"]["session_id"] == session_c], "C does not record it (recordParticipantReplicas false)")
+    stage_b = b["arn"].rsplit("/", 1)[1]
+    recordings = os.listdir(os.path.join(d.recordings, stage_b, session_b, participant))
+    check(len(recordings) == 1, f"one recording across the source's reconnect: {recordings}")
+    check(not os.path.exists(os.path.join(d.recordings, c["arn"].rsplit("/", 1)[1], session_c, participant)), "nothing under C")
+    playlist = os.path.join(d.recordings, stage_b, session_b, participant, recordings[0], "media", "hls", "high", "playlist.m3u8")
+    with open(playlist) as f:
+        text = f.read()
+    check("#EXT-X-ENDLIST" in text and "#EXT-X-DISCONTINUITY" not in text, f"one stretch on B:\n{text}")
+    # The audio keeps its times across the gap: one jump forward, no packets squeezed together.
+    times = [float(line) for line in subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time", "-of", "csv=p=0", playlist],
+        capture_output=True, text=True, timeout=60).stdout.split()]
+    steps = [b - a for a, b in zip(times, times[1:])]
+    squeezed, jumps = sum(1 for step in steps if step < 0.005), [round(step, 2) for step in steps if step > 1.5]
+    print(f"replica audio: {len(times)} packets from {times[0]:.2f} s, jumps "
+          + ", ".join(f"{b - a:.2f} s at {a:.2f} s" for a, b in zip(times, times[1:]) if b - a > 0.2) + f", {squeezed} squeezed")
+    # (A new connection's first packets may come a few ms apart while its clock settles; a
+    # fragment starting where the last one's durations ended squeezed 190 together.)
+    check(squeezed <= 5 and len(jumps) == 1 and 2.5 < jumps[0] < 6, f"audio times across the reconnect: jumps {jumps}, {squeezed} squeezed")
+    video, audio = media_check.Video(playlist, 320, 240), media_check.Audio(playlist)
+    colours = {video.name(t * 0.5, 160, 120) for t in range(1, int(video.duration * 2) - 1)}
+    check(colours == {"red"}, f"red throughout: {colours}")
+    # The decoded audio runs on without the gap: its last seconds are after the reconnect.
+    before, after = audio.tone_level(440, 0.5, 3.5), audio.tone_level(440, audio.duration - 3.5, audio.duration - 0.5)
+    print(f"replica recording: {video.duration:.1f} s, 440 Hz level {before:.3f} before the gap, {after:.3f} after")
+    check(before > 0.03 and after > 0.03, f"the tone before ({before:.3f}) and after ({after:.3f}) the source's reconnect")
+    check(d.stop() == 0, "the daemon exits cleanly")
+
+
 def test_generated_join_leave_sequences(d):
     """Seeded random sequences of joins, unpublishes, kills and rejoins with the same key (four
     ffmpeg RTMP publishers and one aiortc WHIP publisher, at least 2.5 s apart), one stage and
