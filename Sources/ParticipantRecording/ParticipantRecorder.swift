@@ -98,6 +98,10 @@ public final class ParticipantRecorder {
     /// A video codec fMP4 HLS cannot carry (VP8 from a WHIP publisher that offered no H.264):
     /// its audio and thumbnails are recorded, and the recording's status message says so.
     private var omittedVideoCodec: String?
+    /// H.264 sent with its parameter sets in band (WHIP): the SPS the run's initialization
+    /// section was made from. A keyframe with another (a simulcast layer switch, a new
+    /// resolution) starts a new run.
+    private var runSPS: [UInt8]?
     static let mp4VideoCodecs: Set<String> = ["h264", "hevc", "av1", "vp9"]
     private var thumbnails: ThumbnailMaker?
     private var thumbnailCount = 0
@@ -194,8 +198,10 @@ public final class ParticipantRecorder {
         }
     }
 
+    /// What a run's initialization section stands for: a new codec, configuration record or
+    /// picture size (a simulcast publisher switching layers) starts a new one.
     private static func key(_ setup: MediaStreamSetup) -> String {
-        "\(setup.info.codecName)/\(setup.parameters.extradata.count)/\(setup.parameters.extradata.hashValue)"
+        "\(setup.info.codecName)/\(setup.info.width)x\(setup.info.height)/\(setup.parameters.extradata.count)/\(setup.parameters.extradata.hashValue)"
     }
 
     private func media(_ type: MediaType, _ packet: Packet) throws(FFmpegError) {
@@ -206,6 +212,15 @@ public final class ParticipantRecorder {
                 if let jpeg = thumbnails.thumbnail(packet, setup: setup, at: time, logger: logger) { store(thumbnail: jpeg) }
             }
             guard plan.recordsVideo else { return }
+            if packet.isKeyframe, let setup = setups[.video], setup.info.codecName == "h264", setup.parameters.extradata.isEmpty,
+               let sets = H264ParameterSets.annexB(in: packet.bytes) {
+                if let runSPS, runSPS != sets, run != nil {
+                    // New parameter sets in band: a new initialization section from this keyframe.
+                    try endRun()
+                    discontinuityNext = true
+                }
+                runSPS = sets
+            }
             if videoWaitsForKeyframe {
                 guard packet.isKeyframe else { return }
                 videoWaitsForKeyframe = false
@@ -255,7 +270,9 @@ public final class ParticipantRecorder {
             keys[type] = Self.key(setup)
         }
         guard !streams.isEmpty else { return }
-        try muxer.writeHeader(options: ["movflags": "frag_custom+empty_moov+default_base_moof"])
+        try muxer.writeHeader(options: ["movflags": "frag_custom+empty_moov+default_base_moof", "avoid_negative_ts": "disabled"])
+        // A later run's decode times go on from the recording's first packet (not from 0).
+        muxer.markNextFragmentDiscontinuous()
         runs += 1
         let initName = ParticipantRecordingLayout.initSegmentName(number: runs)
         upload(Data(try muxer.cutSegment()), key: plan.layout.renditionKey(initName))

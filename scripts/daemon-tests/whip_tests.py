@@ -395,11 +395,17 @@ def chromium_fixture(d, **options):
     return json.loads(made.stdout.strip().splitlines()[-1])
 
 
-def chromium_publishing(d, files, user, *args):
+def chromium_publishing(d, files, user, *args, record_individually=False):
     """A composition waiting on an empty stage (recording to storage), and headless Chromium
-    publishing the fixture to it over WHIP: (composition ARN, token, the whip_chromium.py process)."""
+    publishing the fixture to it over WHIP: (composition ARN, token, the whip_chromium.py process).
+    `record_individually`: the stage also records each publisher on its own."""
     enc, sto = setup_encoder_and_storage(d)
-    stage = create_stage(d)
+    if record_individually:
+        recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "hlsConfiguration": {"targetSegmentDurationSeconds": 2},
+                     "thumbnailConfiguration": {"recordingMode": "DISABLED"}}
+        stage = d.cli("create-stage", "--name", "recorded", "--auto-participant-recording-configuration", json.dumps(recording))["stage"]
+    else:
+        stage = create_stage(d)
     tok = token(d, stage["arn"], user)
     # The composition waits on the empty stage; the browser's first frame makes it ACTIVE.
     composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
@@ -640,9 +646,10 @@ def test_session_rerender_matches_the_live_composite(d):
         print(f"live composite (from {live_start:.3f}): {show(live_changes, live_start)}")
         print(f"re-rendered    (from {rerender_start:.3f}): {show(rerender_changes, live_start)}")
         check(len(live_changes) >= 7, f"the live composite shows every join and leave: {show(live_changes, live_start)}")
-        # The issue's bar is one frame (33 ms). Measured: RTMP and aiortc joins and every leave
-        # within one frame; Chromium's join shows in the live composite one to two frames after
-        # its first recorded picture (a live-side delay not found yet): allowed two frames here.
+        # The issue's bar is one frame (33 ms). Measured: the RTMP joins and the leaves within
+        # one frame; a WHIP publisher's join shows in the live composite up to a frame after its
+        # first picture's time (a live-side delay not found yet), so the re-render, which shows
+        # it at that time, can be up to two frames apart: allowed two frames here.
         worst = 0.0
         tolerance = 2 / 30 + 0.004
         deltas = []
@@ -651,11 +658,12 @@ def test_session_rerender_matches_the_live_composite(d):
                 continue   # outside the recorded media: the live composite's own start and end
             match = [c for c in rerender_changes if c[1] == before and c[2] == after and abs(c[0] - t) < 1.0]
             check(match, f"re-render has {sorted(before)}→{sorted(after)} near {t - live_start:.3f}s: {show(rerender_changes, live_start)}")
-            delta = min(abs(c[0] - t) for c in match)
+            signed = min((c[0] - t for c in match), key=abs)
+            delta = abs(signed)
             worst = max(worst, delta)
-            deltas.append(f"{'+'.join(sorted(after - before)) or '-'.join(sorted(before - after))} {delta * 1000:.0f}")
+            deltas.append(f"{'+'.join(sorted(after - before)) or '-'.join(sorted(before - after))} {signed * 1000:+.0f}")
             check(delta <= tolerance, f"{sorted(before)}→{sorted(after)} at {t - live_start:.3f}s live, {delta * 1000:.0f} ms apart re-rendered")
-        print(f"every join and leave within {worst * 1000:.1f} ms of the live composite (ms per change: {', '.join(deltas)})")
+        print(f"every join and leave within {worst * 1000:.1f} ms of the live composite (re-render minus live, ms: {', '.join(deltas)})")
 
         # The same session as picture-in-picture, green in the window (recordings carry no
         # attributes: the preset's pipParticipantAttribute is given on the command line).
@@ -858,7 +866,7 @@ def chromium_simulcast(d, codec):
     d.reconfigure(idle=20.0)
     d.start()
     arn, tok, browser = chromium_publishing(d, files, "simulcast-browser", "--simulcast", "h:2,f:1", "--pause-layer", "f:4:8", "--video-codec", codec, "--duration", "14",
-                                            "--timeout", "90")
+                                            "--timeout", "90", record_individually=codec == "h264")
     seen = {"layers": 0.0, "width": 0.0, "height": 0.0, "switches": 0.0, "others": 0.0}
     delivered_widths = []
 
@@ -897,6 +905,32 @@ def chromium_simulcast(d, codec):
     check(all(any(width == wanted for width in steps) for wanted in (widths.get("f"), widths.get("h"), widths.get("f"))),
           f"fell back to the smaller layer while the larger was off, and returned: {delivered_widths} vs {widths}")
     check(seen["switches"] >= 2, f"two switches at least: {seen}")
+    if codec == "h264":
+        # The individual recording holds the largest layer as it came (VP8 is not recorded as video).
+        from live_tests import recording_events_of
+        events = recording_events_of(d, tok["participantId"])
+        check([e["detail"]["event_name"] for e in events] == ["Recording Start", "Recording End"], f"recording events: {events}")
+        individual = os.path.join(d.recordings, events[-1]["detail"]["recording_s3_key_prefix"], "media", "hls", "high", "playlist.m3u8")
+        streams = media_check.probe(individual).get("streams", [])
+        recorded = [stream.get("width") for stream in streams if stream.get("codec_type") == "video"]
+        frames = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=width", "-of", "csv=p=0",
+                                 "-read_intervals", "%+2", individual], capture_output=True, text=True, timeout=60).stdout.split()
+        print(f"Chromium: individual recording of the simulcast publisher: stream width {recorded}, first frames {sorted(set(frames))}")
+        check(recorded and (recorded[0] == widths.get("f") or limited) and recorded[0] > widths.get("h", 0),
+              f"recorded the largest layer: {recorded} vs {widths}")
+        check(frames and all(int(w) > widths.get("h", 0) for w in frames), f"its first frames are the largest layer's: {frames}")
+        # Each layer switch starts a new initialization section after a discontinuity; the
+        # times go on across them.
+        rows = [row.split(",") for row in subprocess.run(
+            ["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time,width", "-of", "csv=p=0", individual],
+            capture_output=True, text=True, timeout=60).stdout.split()]
+        runs = [int(w) for i, (_, w) in enumerate(rows) if i == 0 or rows[i - 1][1] != w]
+        backwards = sum(1 for a, b in zip(rows, rows[1:]) if float(b[0]) < float(a[0]))
+        with open(individual) as f:
+            maps = f.read().count("#EXT-X-MAP")
+        print(f"Chromium: recorded layers {runs} in {maps} initialization sections, {len(rows)} frames to {float(rows[-1][0]):.2f} s")
+        check(backwards == 0 and maps == len(runs) and runs == [int(w) for w in delivered_widths], f"layers {runs}, {maps} maps, "
+              f"{backwards} times backwards; delivered {delivered_widths}")
     playlist = stop_and_read_recording(d, arn)
     video = media_check.Video(playlist, *SIZE)
     check(video.name(6.5, SIZE[0] // 2, SIZE[1] // 2) == "red", f"at 6.5s: {video.colour(6.5, SIZE[0] // 2, SIZE[1] // 2)}")
