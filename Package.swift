@@ -219,7 +219,7 @@ let package = Package(
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore", "TestSupport"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
-        .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore", "TestSupport"]),
         .testTarget(name: "APIModelsTests", dependencies: ["APIModels", "Layout", "MediaCore", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         // S3Storage against moto_server on loopback, scripted failing servers, and a real composition.

@@ -79,7 +79,7 @@ public final class LiveStageHub: Sendable {
         self.clock = clock
         self.settings = settings
         self.wallClockEpochMs = wallClockEpochMs
-            ?? Int64((Date().timeIntervalSince1970 * 1000).rounded()) - clock.now().microsecondsValue / 1000
+            ?? Int64((Date().timeIntervalSince1970 * 1000).rounded()) &- clock.now().microsecondsValue / 1000   // our own clocks
     }
 
     /// The wall-clock time (ms since 1970) of a stage-clock time (µs).
@@ -228,36 +228,34 @@ public final class LivePublisher: Sendable {
     /// One coded frame. `timestamp` is the publisher's decode time and `compositionOffset`
     /// the presentation delay after it (B-frames), both in µs of the publisher's clock.
     public func push(_ type: MediaType, data: [UInt8], timestamp: Int64, compositionOffset: Int64 = 0, isKeyframe: Bool) {
-        let arrival = hub.clock.now().microsecondsValue
-        let cacheLimit = hub.settings.keyframeCacheBytes
-        let cachePackets = hub.settings.keyframeCachePackets
-        let limit = LiveMediaSettings.timestampLimit
-        state.withLock { state in
-            guard !state.ended, state.setups[type] != nil else { return }
-            guard timestamp > -limit, timestamp < limit, compositionOffset > -limit, compositionOffset < limit else {
-                state.droppedTimestamps += 1
-                return
-            }
+        deliver(type, data: data, times: (timestamp, compositionOffset), isKeyframe: isKeyframe) { state, arrival in
             let dts = state.mapper.presentationTime(mediaTime: timestamp, arrival: arrival)
-            Self.deliver(LiveMediaPacket(type: type, content: .data(data), pts: dts + compositionOffset, dts: dts,
-                                         isKeyframe: type == .audio || isKeyframe),
-                         size: data.count, arrival: arrival, cacheLimit: cacheLimit, cachePackets: cachePackets, state: &state)
+            return (dts, dts + compositionOffset)
         }
     }
 
     /// A packet already on this hub's stage clock (a replica forwarding its source's media,
     /// which the source's own mapping placed): delivered as it is, not mapped again.
     public func pushStageTimed(_ type: MediaType, data: [UInt8], dts: Int64, pts: Int64, isKeyframe: Bool) {
+        deliver(type, data: data, times: (dts, pts), isKeyframe: isKeyframe) { _, _ in (dts, pts) }
+    }
+
+    /// Checks `times` are sane (out of range: dropped and counted, so no arithmetic on them
+    /// downstream can overflow), places the packet with `place` (dts, pts) and hands it to
+    /// the keyframe cache and every queue.
+    private func deliver(_ type: MediaType, data: [UInt8], times: (Int64, Int64), isKeyframe: Bool,
+                         place: (inout State, Int64) -> (dts: Int64, pts: Int64)) {
         let arrival = hub.clock.now().microsecondsValue
         let cacheLimit = hub.settings.keyframeCacheBytes
         let cachePackets = hub.settings.keyframeCachePackets
         let limit = LiveMediaSettings.timestampLimit
         state.withLock { state in
             guard !state.ended, state.setups[type] != nil else { return }
-            guard dts > -limit, dts < limit, pts > -limit, pts < limit else {
+            guard times.0 > -limit, times.0 < limit, times.1 > -limit, times.1 < limit else {
                 state.droppedTimestamps += 1
                 return
             }
+            let (dts, pts) = place(&state, arrival)
             Self.deliver(LiveMediaPacket(type: type, content: .data(data), pts: pts, dts: dts, isKeyframe: type == .audio || isKeyframe),
                          size: data.count, arrival: arrival, cacheLimit: cacheLimit, cachePackets: cachePackets, state: &state)
         }

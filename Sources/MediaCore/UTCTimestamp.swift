@@ -14,7 +14,7 @@ public enum UTCTimestamp {
     public static func format(millisecondsSince1970 milliseconds: Int64) -> String {
         let seconds = Int64.floorDivide(milliseconds, 1000)
         let text = format(secondsSince1970: seconds)
-        return text.dropLast() + "." + pad(milliseconds - seconds * 1000, 3) + "Z"
+        return text.dropLast() + "." + pad(milliseconds &- seconds &* 1000, 3) + "Z"   // 0...999
     }
 
     /// Milliseconds since 1970 of an RFC 3339 date-time ("2026-11-26T11:53:37.123Z",
@@ -28,7 +28,7 @@ public enum UTCTimestamp {
             for index in range {
                 let byte = bytes[index]
                 guard byte >= 48, byte <= 57 else { return nil }
-                value = value * 10 + Int64(byte - 48)
+                value = value &* 10 &+ Int64(byte &- 48)   // at most 4 digits
             }
             return value
         }
@@ -43,7 +43,7 @@ public enum UTCTimestamp {
             index += 1
             var digits = 0
             while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
-                if digits < 3 { millis = millis * 10 + Int64(bytes[index] - 48) }
+                if digits < 3 { millis = millis &* 10 &+ Int64(bytes[index] &- 48) }   // at most 3 digits
                 digits += 1
                 index += 1
             }
@@ -64,7 +64,8 @@ public enum UTCTimestamp {
         }
         guard index == bytes.count else { return nil }
         let days = CivilDate.toDays(year, month, day)
-        return ((days * 86_400 + hour * 3600 + minute * 60 + min(second, 59)) - zoneSeconds) * 1000 + millis
+        // Years 0...9999: about 3.2e14 ms at most, far inside Int64.
+        return ((days &* 86_400 &+ hour &* 3600 &+ minute &* 60 &+ min(second, 59)) &- zoneSeconds) &* 1000 &+ millis
     }
 
     private static func daysInMonth(_ year: Int64, _ month: Int64) -> Int64 { CivilDate.daysInMonth(year, month) }

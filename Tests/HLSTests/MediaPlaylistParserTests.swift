@@ -3,6 +3,7 @@
 import Foundation
 import MediaCore
 import Testing
+import TestSupport
 @testable import HLS
 
 @Suite struct MediaPlaylistParserTests {
@@ -51,7 +52,7 @@ import Testing
 
     @Test("random bytes and mutated playlists never trap (seeded)")
     func hostileText() {
-        var generator = SplitMix(seed: 0x5EED_2026)
+        var generator = SeededGenerator(seed: 0x5EED_2026)
         let base = Array(MediaPlaylistParserTests.sample.utf8)
         for _ in 0..<20_000 {
             var bytes = base
@@ -110,18 +111,5 @@ import Testing
                                    "2026-11-26T11:53:37Zjunk", String(repeating: "9", count: 100)])
     func rejects(text: String) {
         #expect(UTCTimestamp.parseMilliseconds(text) == nil)
-    }
-}
-
-/// A small seeded generator (SplitMix64).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
