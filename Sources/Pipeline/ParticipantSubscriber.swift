@@ -223,6 +223,13 @@ public final class ParticipantSubscriber {
     /// Makes `current` the latest frame whose stage time is ≤ `stageTime` (µs).
     public func advanceVideo(to stageTime: Int64) {
         videoStageTime = stageTime
+        if videoDecoder == nil, source.isLive {
+            // A live video stream announced after the audio (WHIP announces it with its first
+            // keyframe) is found here, not at the mixer's next read: that would show its first
+            // picture a frame late. Bounded: what is queued, at most a queue's worth.
+            var reads = 0
+            while videoDecoder == nil, reads < ParticipantSubscriber.maxQueuedVideoPackets, readOne() { reads += 1 }
+        }
         if !deferredRestarts.isEmpty {
             applyDueRestarts()
             // Shown: decoding goes on from the queue's head; later keyframes are just frames.
