@@ -46,6 +46,8 @@ public final class ParticipantSubscriber {
     private var videoDrained = false
     private var videoDecoderEnded = false
     private let frameStep: Int64
+    /// Whether a first picture due within a frame is shown at once (see `advanceVideo`).
+    private let firstPictureEarly: Bool
     /// Video frames the decoder produced (hidden video is not decoded; see `setVideoShown`).
     public private(set) var decodedVideoFrames: Int64 = 0
 
@@ -107,8 +109,12 @@ public final class ParticipantSubscriber {
     /// - Parameter offset: stage time at which the source's first timestamp plays.
     /// - Parameter maxForwardGap: a forward timestamp jump (µs) beyond which a recorded
     ///   source is taken to have a broken timestamp rather than a real gap (default 10 s).
+    /// - Parameter wallClockTimed: the source's times are when its media happened (an
+    ///   individual recording of a live session): its first picture is shown when due, as the
+    ///   live composite showed it, not a frame early to hide a container's audio priming.
     public init(participantId: String, source: any ParticipantMediaSource, offset: MediaTime, mixRate: Int = 48_000,
-                limits: DecoderLimits = DecoderLimits(), maxForwardGap: Int64? = nil, logger: Logger) throws(FFmpegError) {
+                limits: DecoderLimits = DecoderLimits(), maxForwardGap: Int64? = nil, wallClockTimed: Bool = false,
+                logger: Logger) throws(FFmpegError) {
         self.participantId = participantId
         self.mixRate = mixRate
         self.logger = logger
@@ -117,6 +123,7 @@ public final class ParticipantSubscriber {
         offsetMicroseconds = offset.microsecondsValue
         fileStart = source.startTimeMicroseconds ?? 0
         frameStep = 33_333
+        firstPictureEarly = !source.isLive && !wallClockTimed
         // A live source's timestamps are already on the stage clock (arrival-anchored, with
         // their own discontinuity handling): only shift them, never re-anchor on a gap.
         let gap: Int64 = source.isLive ? .max / 4 : maxForwardGap ?? 10_000_000
@@ -250,8 +257,9 @@ public final class ParticipantSubscriber {
             if let due = pendingTime {
                 // A recorded file's first picture often starts a few ms after its audio
                 // (containers shift video by the AAC priming): show it at once rather than flash
-                // camera-off. A live tile shows camera-off until its first picture is due.
-                guard due <= stageTime || (currentTime == nil && !source.isLive && due - stageTime < frameStep) else { return }
+                // camera-off. A live tile, and a recording timed on the wall clock (a session
+                // re-rendered from its recordings), show camera-off until the first picture is due.
+                guard due <= stageTime || (currentTime == nil && firstPictureEarly && due - stageTime < frameStep) else { return }
                 current.swap(with: pending)
                 currentTime = due
                 videoGeneration &+= 1

@@ -89,7 +89,8 @@ public final class RecordedStageSource: StageSource {
             do {
                 subscribers[participant.participantId] = try ParticipantSubscriber(
                     participantId: participant.participantId, source: source, offset: .milliseconds(first.mediaOffsetMs),
-                    limits: limits, maxForwardGap: Self.mediaGapAllowance(participant), logger: participantLogger)
+                    limits: limits, maxForwardGap: Self.mediaGapAllowance(participant),
+                    wallClockTimed: stage.manifest.startedAt != nil, logger: participantLogger)
             } catch {
                 throw PipelineError.media(file: stage.path(of: first.media), message: error.description)
             }

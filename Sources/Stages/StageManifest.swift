@@ -143,7 +143,8 @@ public struct StageManifest: Codable, Hashable, Sendable {
     public var durationMs: Int64?
     /// Wall-clock time of stage time 0 (RFC 3339, e.g. "2026-11-26T11:53:37.123Z"), when
     /// known: a stage re-rendered from its recordings. The composite's first segment carries
-    /// it as EXT-X-PROGRAM-DATE-TIME.
+    /// it as EXT-X-PROGRAM-DATE-TIME, and every picture is shown at its own time, as live
+    /// (no early first picture to hide a container's audio priming).
     public var startedAt: String?
     public var participants: [StageParticipantManifest]
 

@@ -31,6 +31,26 @@ import TestSupport
 
     @Test("a participant recorded from 1 s (keyframes 1 s apart) is seen in the re-render from 1 s, within a frame")
     func recordedJoinerIsSeenAtOnce() async throws {
+        let firstRed = try await firstRedTick(joinMs: 1000, wallClockTimed: true)
+        // Tick 30 is 1.000 s.
+        #expect(firstRed.map { (29...31).contains($0) } == true, "first red frame: \(String(describing: firstRed)) (30 = 1 s)")
+    }
+
+    /// Tick n shows stage time n/30 s and asks its participants for what is due 1/60 s later
+    /// (the frame lead): a first picture due at 1.020 s belongs to tick 31 (asked at 1.050 s),
+    /// as in the live composite. A session's recordings are timed on the wall clock, so the
+    /// re-render keeps that; a hand-written manifest's files (whose containers may shift video
+    /// by the audio priming) show a first picture due within a frame at once.
+    @Test("a re-rendered joiner's first picture comes at the frame the live composite showed it, not one early",
+          arguments: [(true, 31), (false, 30)])
+    func firstPictureAtItsFrame(wallClockTimed: Bool, tick: Int) async throws {
+        let firstRed = try await firstRedTick(joinMs: 1020, wallClockTimed: wallClockTimed)
+        #expect(firstRed == tick, "first red frame: \(String(describing: firstRed)), wall-clock timed: \(wallClockTimed)")
+    }
+
+    /// Records a 4 s clip, places it at `joinMs` on a re-rendered session's timeline and
+    /// returns the first output tick whose centre is red.
+    private func firstRedTick(joinMs: Int64, wallClockTimed: Bool) async throws -> Int? {
         let directory = try RecorderHarness.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let clip = try RecorderHarness.clip(seconds: 4, in: directory)
@@ -50,12 +70,16 @@ import TestSupport
             }
             let recordings = try SessionRecordings.read(files: files, source: session.path) { try Data(contentsOf: session.appendingPathComponent($0)) }
             var manifest = recordings.manifest
-            // Another participant from 0 makes the recorded one join 1 s in.
-            manifest.participants[0].timeline = manifest.participants[0].timeline.map {
-                StageTimelineEvent(atMs: $0.atMs + 1000, event: $0.event)
+            #expect(manifest.startedAt != nil)
+            if !wallClockTimed { manifest.startedAt = nil }
+            // Another participant from 0 makes the recorded one join `joinMs` in. It is on the
+            // stage 40 ms before its media (as a WHIP publisher is before its first picture):
+            // its tile is there, and the picture rule alone decides the frame.
+            manifest.participants[0].timeline = manifest.participants[0].timeline.enumerated().map {
+                StageTimelineEvent(atMs: $1.atMs + joinMs - ($0 == 0 ? 40 : 0), event: $1.event)
             }
             manifest.participants[0].mediaParts = manifest.participants[0].mediaParts?.map {
-                StageMediaPart(media: $0.media, mediaOffsetMs: $0.mediaOffsetMs + 1000)
+                StageMediaPart(media: $0.media, mediaOffsetMs: $0.mediaOffsetMs + joinMs)
             }
             manifest.durationMs = nil
             var logger = Logger(label: "rerender")
@@ -71,8 +95,6 @@ import TestSupport
             _ = try composition.run(pacer: &pacer)
             return probe
         }
-        let firstRed = probe.samples.indices.first { CentreProbe.isRed(probe.samples[$0]) }
-        // Tick 30 is 1.000 s.
-        #expect(firstRed.map { (29...31).contains($0) } == true, "first red frame: \(String(describing: firstRed)) (30 = 1 s)")
+        return probe.samples.indices.first { CentreProbe.isRed(probe.samples[$0]) }
     }
 }
