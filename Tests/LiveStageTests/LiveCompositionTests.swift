@@ -92,6 +92,10 @@ final class SimulatedPublisher: @unchecked Sendable {
     /// From `at` (stage time), the same connection goes on with other media (new sequence
     /// headers, timestamps continuing).
     var continuation: (at: Int64, media: RecordedPublisherMedia)?
+    /// Announces its video with its first video packet, after joining with audio (as a WHIP
+    /// publisher's video track is only known from its first keyframe).
+    var announcesVideoLate = false
+    private var videoAnnounced = false
     private var continued = false
     private var pendingContinuation: [RecordedPublisherMedia.Item] = []
     private(set) var publisher: LivePublisher?
@@ -114,7 +118,7 @@ final class SimulatedPublisher: @unchecked Sendable {
         guard now >= joinAt else { return }
         if publisher == nil, next == 0 {
             let joined = hub.join(stageArn: stageArn, identity: identity)
-            if media.announce.contains(.video) { joined.announce(media.video) }
+            if media.announce.contains(.video), !announcesVideoLate { joined.announce(media.video); videoAnnounced = true }
             if media.announce.contains(.audio) { joined.announce(media.audio) }
             publisher = joined
         }
@@ -140,6 +144,10 @@ final class SimulatedPublisher: @unchecked Sendable {
             let arrival = joinAt + item.dts + delay(next)
             guard arrival <= now else { break }
             if let stall, stall.contains(arrival) { next += 1; continue }
+            if item.type == .video, !videoAnnounced {
+                publisher.announce(media.video)
+                videoAnnounced = true
+            }
             publisher.push(item.type, data: item.data, timestamp: item.dts, compositionOffset: item.pts - item.dts,
                            isKeyframe: item.isKeyframe)
             next += 1
@@ -255,6 +263,19 @@ struct LiveCompositionTests {
         #expect(redFrames.first.map { $0 <= 9 } ?? false, "first red frame \(String(describing: redFrames.first))")
         #expect(redFrames.count >= 80)
         #expect(probe.audioPackets > 100)
+    }
+
+    @Test("a publisher whose video is announced after its audio (WHIP) shows its first picture at the same frame as one announcing both")
+    func videoAnnouncedAfterAudio() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 2)
+        var firstRed: [Bool: Int] = [:]
+        for late in [false, true] {
+            let publisher = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+            publisher.announcesVideoLate = late
+            let (probe, _) = try await run(publishers: [publisher], seconds: 1, points: [(160, 90)])
+            firstRed[late] = probe.samples.indices.first { CanvasColour.isRed(probe.samples[$0][0]) }
+        }
+        #expect(firstRed[false] != nil && firstRed[true] == firstRed[false], "first red frame: announced together \(String(describing: firstRed[false])), video late \(String(describing: firstRed[true]))")
     }
 
     @Test("a publisher joining re-flows the tiles on the next frame; one leaving stays until what it sent has played (the latency)")
