@@ -26,6 +26,7 @@ let package = Package(
         // daemon: HTTP API, SQLite state, metrics.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
@@ -180,10 +181,20 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The same store in PostgreSQL (postgres-nio), for a fleet of daemons sharing one database.
+        .target(
+            name: "PostgresStore",
+            dependencies: ["APIModels", "Persistence",
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
         // The daemon: HTTP control plane, composition manager, configuration, events hook, metrics.
         .target(
             name: "Server",
-            dependencies: ["APIModels", "Persistence", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
+            dependencies: ["APIModels", "Persistence", "PostgresStore", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
                            "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg", "ParticipantRecording",
                            .product(name: "Hummingbird", package: "hummingbird"),
@@ -201,7 +212,7 @@ let package = Package(
 
         .executableTarget(
             name: "stage-compositor",
-            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server",
+            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server", "PostgresStore",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -272,8 +283,11 @@ let package = Package(
         .testTarget(name: "OpsTests", dependencies: ["TestSupport"], exclude: ["run_with_mdwe.py"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "APIModels", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "APIModels", "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
+        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "PostgresStore", "APIModels", "TestSupport",
+                                                             .product(name: "GRDB", package: "GRDB.swift"),
+                                                             .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "PostgresStore", "APIModels",
+                                                        .product(name: "PostgresNIO", package: "postgres-nio"), "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
                                                         "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),

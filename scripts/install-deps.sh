@@ -19,7 +19,9 @@ if [[ "${1:-}" == "--test" ]]; then
              # WHIP tests: webrtcbin (plugins-bad, nice) driven from Python, headless chromium,
              # and network namespaces (iproute2) for libnice, which skips loopback.
              gstreamer1.0-nice python3-gi gir1.2-gst-plugins-bad-1.0 gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
-             chromium iproute2)
+             chromium iproute2
+             # The PostgreSQL store's tests start their own server (initdb in a temp dir).
+             postgresql)
 fi
 
 missing=()

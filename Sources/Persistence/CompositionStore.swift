@@ -5,6 +5,7 @@
 // SQLite implementation is the daemon's; the in-memory one serves unit tests. Both behave
 // the same.
 public import APIModels
+import Foundation
 
 /// A stage registered through CreateStage (config-file stages are not stored).
 public struct StoredStage: Codable, Hashable, Sendable {
@@ -134,6 +135,24 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { "persistence: \(message)" }
+}
+
+/// How every store keeps a resource: its JSON document, keys sorted (the same text for the
+/// same value, whichever store wrote it).
+public enum StoredDocument {
+    public static func encode<T: Encodable>(_ value: T) throws(PersistenceError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do { return String(decoding: try encoder.encode(value), as: UTF8.self) } catch {
+            throw PersistenceError("cannot encode \(T.self): \(error)")
+        }
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws(PersistenceError) -> T {
+        do { return try JSONDecoder().decode(type, from: Data(text.utf8)) } catch {
+            throw PersistenceError("stored \(T.self) cannot be read: \(error)")
+        }
+    }
 }
 
 /// Durable control-plane state. Every call is one transaction; `put` inserts or replaces.

@@ -158,18 +158,10 @@ public final class SQLiteCompositionStore: CompositionStore {
         }
     }
 
-    static func encode<T: Encodable>(_ value: T) throws(PersistenceError) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        do { return String(decoding: try encoder.encode(value), as: UTF8.self) } catch {
-            throw PersistenceError("cannot encode \(T.self): \(error)")
-        }
-    }
+    static func encode<T: Encodable>(_ value: T) throws(PersistenceError) -> String { try StoredDocument.encode(value) }
 
     static func decode<T: Decodable>(_ type: T.Type, from text: String) throws(PersistenceError) -> T {
-        do { return try JSONDecoder().decode(type, from: Data(text.utf8)) } catch {
-            throw PersistenceError("stored \(T.self) cannot be read: \(error)")
-        }
+        try StoredDocument.decode(type, from: text)
     }
 
     // MARK: CompositionStore

@@ -11,6 +11,8 @@ public import MediaCore
 public import Prometheus
 public import EventSinks
 import APIModels
+public import Persistence
+import PostgresStore
 import AsyncHTTPClient
 import Metrics
 import IngestServer
@@ -21,7 +23,6 @@ import WebRTCSecurity
 import WebRTCSignal
 import NIOSSL
 import NIOCore
-import Persistence
 import ServiceLifecycle
 
 /// Swappable parts; the defaults are the daemon's.
@@ -63,8 +64,25 @@ public struct ServerBuildError: Error, CustomStringConvertible {
     public var description: String
 }
 
-public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies) async throws
-    -> Application<ServerResponder> {
+/// Runs the daemon until it is told to stop: the state store the configuration names is open
+/// for the whole run (PostgreSQL's connection pool as a child task of this call), then the
+/// application and its services.
+public func runServer(configuration: ServerConfiguration, dependencies: ServerDependencies) async throws {
+    guard let text = configuration.database.url else {
+        try await buildApplication(configuration: configuration, dependencies: dependencies).runService()
+        return
+    }
+    let url = try PostgresDatabaseURL.parse(text).get()
+    let timeout = Duration.milliseconds(Int64((configuration.database.callTimeoutSeconds ?? 10) * 1000))
+    dependencies.logger.info("state store: PostgreSQL", metadata: ["url": "\(url)"])
+    try await PostgresCompositionStore.withStore(url: url, callTimeout: timeout, logger: dependencies.logger) { store in
+        try await buildApplication(configuration: configuration, dependencies: dependencies, store: store).runService()
+    }
+}
+
+/// The application on `store`, or (nil) on the SQLite database in the state directory.
+public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies,
+                             store given: (any CompositionStore)? = nil) async throws -> Application<ServerResponder> {
     let logger = dependencies.logger
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
     let ingest = configuration.ingest
@@ -90,6 +108,11 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
             ? SigV4RequestAuthenticator(accessKeys: configuration.auth.accessKeys, region: configuration.region, logger: logger)
             : UnauthenticatedRequestGuard(allowedHosts: [configuration.listen.host] + (configuration.listen.allowedHosts ?? []),
                                           logger: logger))
+    if let given {
+        return try await makeApplication(configuration: configuration, store: given, events: events, eventServices: eventServices,
+                                         authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
+                                         dependencies: dependencies)
+    }
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
                                          eventServices: eventServices, authenticator: authenticator,

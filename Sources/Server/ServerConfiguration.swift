@@ -4,6 +4,7 @@
 // every problem at once so `stage-compositor config check` can print them all.
 import Foundation
 import APIModels
+import PostgresStore
 
 public struct ServerConfiguration: Codable, Sendable, Equatable {
     public struct Listen: Codable, Sendable, Equatable {
@@ -35,6 +36,19 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     /// /metrics: open by default (loopback); with `bearerToken` it needs
     /// `Authorization: Bearer <token>` (Prometheus: `authorization: {credentials: ...}`).
+    /// Where the control-plane state lives. Without `url`: SQLite in the state directory (one
+    /// host). With a postgres:// URL: that PostgreSQL database, which daemons of a fleet share.
+    public struct Database: Codable, Sendable, Equatable {
+        public var url: String?
+        /// How long one store call may wait for the database before the API answers with an
+        /// error (default 10 s): a database outage never hangs a request.
+        public var callTimeoutSeconds: Double?
+        public init(url: String? = nil, callTimeoutSeconds: Double? = nil) {
+            self.url = url
+            self.callTimeoutSeconds = callTimeoutSeconds
+        }
+    }
+
     public struct Metrics: Codable, Sendable, Equatable {
         public var bearerToken: String?
         public init(bearerToken: String? = nil) { self.bearerToken = bearerToken }
@@ -376,8 +390,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var listen: Listen
     public var ingest: Ingest
     public var auth: Authentication
-    /// SQLite database, events file; created if missing.
+    /// SQLite database (unless `database.url`), events file; created if missing.
     public var stateDirectory: String
+    public var database: Database
     /// Folders that CreateStage's `stage-compositor:source` tag may point into.
     public var stageSourceRoots: [String]
     public var stages: [StageEntry]
@@ -401,8 +416,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 channels: [ChannelEntry] = [], buckets: [String: Bucket] = [:], spool: Spool = Spool(), quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
                 encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest(),
-                metrics: Metrics = Metrics()) {
+                metrics: Metrics = Metrics(), database: Database = Database()) {
         self.metrics = metrics
+        self.database = database
         self.ingest = ingest
         self.region = region
         self.account = account
@@ -424,7 +440,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, spool, quotas,
-             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest, metrics
+             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest, metrics, database
     }
 
     public init(from decoder: any Decoder) throws {
@@ -448,6 +464,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         logLevel = try c.decodeIfPresent(String.self, forKey: .logLevel) ?? d.logLevel
         ingest = try c.decodeIfPresent(Ingest.self, forKey: .ingest) ?? d.ingest
         metrics = try c.decodeIfPresent(Metrics.self, forKey: .metrics) ?? d.metrics
+        database = try c.decodeIfPresent(Database.self, forKey: .database) ?? d.database
     }
 
     // MARK: Loading
@@ -535,6 +552,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if listen.host.isEmpty { problems.append("listen.host: must not be empty") }
         if !(0...65_535).contains(listen.port) { problems.append("listen.port: \(listen.port) is outside 0...65535") }
         if stateDirectory.isEmpty { problems.append("stateDirectory: must not be empty") }
+        if let url = database.url, case .failure(let error) = PostgresDatabaseURL.parse(url) { problems.append(error.message) }
+        if let timeout = database.callTimeoutSeconds, !(0.1...300).contains(timeout) {
+            problems.append("database.callTimeoutSeconds: \(timeout) is outside 0.1...300")
+        }
         var stageArns = Set<String>()
         for (index, entry) in stages.enumerated() {
             let key = "stages[\(index)]"

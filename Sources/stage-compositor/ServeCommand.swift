@@ -3,6 +3,7 @@ import FFmpeg
 import Foundation
 import Logging
 import Prometheus
+import PostgresStore
 import Server
 
 /// `stage-compositor serve --config FILE`: the daemon. Runs until SIGTERM/SIGINT, then stops
@@ -54,9 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("systemd notifications on", metadata: [
                 "socket": "\(notifier.policy.socketPath)", "watchdog": "\(notifier.policy.watchdogPingInterval.map { "\($0 * 2)" } ?? "off")"])
         }
-        let app = try await buildApplication(configuration: configuration,
-                                             dependencies: ServerDependencies(logger: logger, notifier: notifier))
-        try await app.runService()
+        try await runServer(configuration: configuration, dependencies: ServerDependencies(logger: logger, notifier: notifier))
         logger.notice("stage-compositor stopped")
     }
 
@@ -72,7 +71,9 @@ struct ServeCommand: AsyncParsableCommand {
             lines.append("  recordings: storage configurations with bucketName=\(name) write to \(bucket.summary)"
                          + (bucket.directory == nil ? " (spooled in \(configuration.spoolDirectory))" : ""))
         }
-        lines.append("  state: \(configuration.stateDirectory)")
+        lines.append("  state: \(configuration.stateDirectory)"
+                     + (configuration.database.url.flatMap { try? PostgresDatabaseURL.parse($0).get() }
+                         .map { ", control-plane database \($0)" } ?? ""))
         let stages = configuration.stages.compactMap { configuration.stageArn(for: $0) }
         lines.append("  stages: " + (stages.isEmpty ? "none defined (CreateStage makes live stages)" : stages.joined(separator: ", ")))
         lines.append("  try: aws ivs-realtime list-stages --endpoint-url \(endpoint) --region \(configuration.region)")

@@ -66,6 +66,8 @@ final class CompositionStoreTests: XCTestCase {
     func testInMemoryStore() async throws { try await exercise(InMemoryCompositionStore()) }
     func testSQLiteStoreInMemory() async throws { try await exercise(try SQLiteCompositionStore()) }
 
+    func testPostgreSQL() async throws { try await PostgresStores.with { store in try await exercise(store) } }
+
     func testSQLiteStoreSurvivesReopening() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

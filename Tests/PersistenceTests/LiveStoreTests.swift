@@ -132,6 +132,8 @@ final class LiveStoreTests: XCTestCase {
 
     func testSQLite() async throws { try await exercise(try SQLiteCompositionStore()) }
 
+    func testPostgreSQL() async throws { try await PostgresStores.with { store in try await exercise(store) } }
+
     func testSQLiteKeepsEverythingAcrossReopening() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID().uuidString).sqlite").path
         defer { try? FileManager.default.removeItem(atPath: path) }

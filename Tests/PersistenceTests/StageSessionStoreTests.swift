@@ -84,6 +84,8 @@ final class StageSessionStoreTests: XCTestCase {
 
     func testSQLite() async throws { try await exercise(try SQLiteCompositionStore()) }
 
+    func testPostgreSQL() async throws { try await PostgresStores.with { store in try await exercise(store) } }
+
     /// A database written by the previous release (schema v1 only) opens, migrates, and keeps its rows.
     func testMigratesAVersion1Database() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("v1-\(UUID().uuidString).sqlite").path

@@ -10,10 +10,16 @@ import Prometheus
 import EventSinks
 import Layout
 import Persistence
+import PostgresNIO
+import PostgresStore
 @testable import Server
+import TestSupport
 import XCTest
 
-final class ControlPlaneRouterTests: XCTestCase {
+class ControlPlaneRouterTests: XCTestCase {
+    /// The store the application runs on: in memory here, PostgreSQL in the subclass.
+    func makeStore() async throws -> (any CompositionStore)? { nil }
+
     func makeApp(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                  metrics: ServerConfiguration.Metrics = ServerConfiguration.Metrics()) async throws -> some ApplicationProtocol {
         let configuration = ServerConfiguration(
@@ -22,7 +28,7 @@ final class ControlPlaneRouterTests: XCTestCase {
             maxRequestBodyBytes: 4096, metrics: metrics)
         return try await buildApplication(configuration: configuration, dependencies: ServerDependencies(
             logger: Logger(label: "test"), events: InMemoryEventSink(), metricsRegistry: registry,
-            launcher: FakePipelineLauncher(), inMemoryStore: true))
+            launcher: FakePipelineLauncher(), inMemoryStore: true), store: try await makeStore())
     }
 
     static func json(_ buffer: ByteBuffer) throws -> [String: Any] {
@@ -219,5 +225,35 @@ final class ControlPlaneRouterTests: XCTestCase {
         authenticated.auth.accessKeys = ["AKID": "a secret of my own"]
         XCTAssertFalse(authenticated.validate().contains { $0.hasPrefix("auth.accessKeys") })
         XCTAssertTrue(ServerConfiguration(stateDirectory: "/tmp/x").validate().isEmpty)
+    }
+}
+
+/// The same HTTP surface on the PostgreSQL store (a database of its own per test).
+final class ControlPlaneRouterPostgresTests: ControlPlaneRouterTests {
+    private var pool: Task<Void, Never>?
+
+    override func makeStore() async throws -> (any CompositionStore)? {
+        let url = try PostgresDatabaseURL.parse(try PostgresTestServer.shared().database()).get()
+        var logger = Logger(label: "postgres")
+        logger.logLevel = .warning
+        let client = PostgresClient(configuration: url.clientConfiguration(), backgroundLogger: logger)
+        pool = Task { await client.run() }
+        let store = PostgresCompositionStore(client: client, logger: logger)
+        try await store.migrate()
+        return store
+    }
+
+    // XCTest on Linux runs only the methods a class declares itself.
+    override func testEncoderConfigurationCRUDAndTags() async throws { try await super.testEncoderConfigurationCRUDAndTags() }
+    override func testErrorsCarryTheModelTypeAndStatus() async throws { try await super.testErrorsCarryTheModelTypeAndStatus() }
+    override func testStagesFromTheConfigurationAreListedAndProtected() async throws { try await super.testStagesFromTheConfigurationAreListedAndProtected() }
+    override func testLayoutIsCheckedOnceWithTheLayoutModulesWording() async throws { try await super.testLayoutIsCheckedOnceWithTheLayoutModulesWording() }
+    override func testHealthAndMetrics() async throws { try await super.testHealthAndMetrics() }
+    override func testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() async throws { try await super.testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() }
+    override func testMetricsBehindABearerToken() async throws { try await super.testMetricsBehindABearerToken() }
+
+    override func tearDown() {
+        pool?.cancel()
+        super.tearDown()
     }
 }

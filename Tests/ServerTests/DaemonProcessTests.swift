@@ -23,8 +23,8 @@ final class DaemonProcessTests: XCTestCase {
 
     /// Runs `scripts/daemon-tests/<script> <binary> <test>` (after checking the tools it needs
     /// are installed) and fails with its output, which names what went wrong and the daemon log.
-    static func runDaemonScript(_ script: String, _ test: String, tools: [String], file: StaticString = #filePath,
-                                line: UInt = #line) throws -> String {
+    static func runDaemonScript(_ script: String, _ test: String, tools: [String], environment: [String: String] = [:],
+                                file: StaticString = #filePath, line: UInt = #line) throws -> String {
         guard let binary else {
             XCTFail("stage-compositor binary not found; run `swift build` first", file: file, line: line)
             return ""
@@ -41,6 +41,7 @@ final class DaemonProcessTests: XCTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", packageRoot.appendingPathComponent("scripts/daemon-tests/\(script)").path, binary, test]
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let output = Pipe.closedOnExec()
         process.standardOutput = output
         process.standardError = output

@@ -73,6 +73,9 @@ class Daemon:
         }
         if auth is not None:
             config["auth"] = auth
+        # The same tests on the PostgreSQL store (PostgresDaemonTests gives each its own database).
+        if os.environ.get("STAGE_COMPOSITOR_TEST_DATABASE_URL"):
+            config["database"] = {"url": os.environ["STAGE_COMPOSITOR_TEST_DATABASE_URL"]}
         config.update(extra or {})
         self.config = config
         with open(self.config_path, "w") as f:

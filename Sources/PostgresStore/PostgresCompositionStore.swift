@@ -1,0 +1,324 @@
+// The control-plane store in PostgreSQL, for daemons that share one database (a fleet). The
+// same rows as SQLiteCompositionStore: each resource keyed by ARN holding its JSON document,
+// plus the columns queries need. Schema changes go through numbered migrations, applied once
+// under an advisory lock however many nodes start at the same time.
+public import APIModels
+import Foundation
+import Logging
+public import Persistence
+public import PostgresNIO
+
+public final class PostgresCompositionStore: CompositionStore {
+    private let client: PostgresClient
+    private let logger: Logger
+    private let callTimeout: Duration
+
+    /// A store on `client`, which must be running (`PostgresClient.run()`, a Service) before
+    /// the first call. Call `migrate()` once before anything else.
+    /// - Parameter callTimeout: how long one call may wait for the database (a connection,
+    ///   then its answer) before it fails: an API request never hangs on a database outage.
+    public init(client: PostgresClient, callTimeout: Duration = .seconds(10), logger: Logger) {
+        self.client = client
+        self.callTimeout = callTimeout
+        self.logger = logger
+    }
+
+    /// Brings the schema to the latest version: each migration not yet recorded in
+    /// `schema_migration` runs, in order, in one transaction holding an advisory lock, so
+    /// nodes starting together neither race nor apply one twice.
+    public func migrate() async throws(PersistenceError) {
+        try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresMigrations.lockKey))", logger: self.logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS schema_migration (
+                  version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: self.logger)
+            var applied: Set<String> = []
+            for try await version in try await connection.query("SELECT version FROM schema_migration", logger: self.logger)
+                .decode(String.self) {
+                applied.insert(version)
+            }
+            for migration in PostgresMigrations.all where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                }
+                try await connection.query("INSERT INTO schema_migration (version) VALUES (\(migration.version))", logger: self.logger)
+            }
+        }
+    }
+
+    /// The versions applied, in order.
+    public func appliedMigrations() async throws(PersistenceError) -> [String] {
+        try await strings("SELECT version FROM schema_migration ORDER BY version")
+    }
+
+    enum Table: String {
+        case encoder = "encoder_configuration"
+        case storage = "storage_configuration"
+        case stage
+        case composition
+        case ingest = "ingest_configuration"
+        case publicKey = "public_key"
+    }
+
+    // MARK: Plumbing
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(PersistenceError) -> T {
+        let timeout = callTimeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw PersistenceError("postgresql: no answer within \(timeout)")
+                }
+                return value
+            }
+        } catch {
+            throw PersistenceError(Self.describe(error))
+        }
+    }
+
+    /// PSQLError's own description hides the server's message; the store's callers log it.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PersistenceError { return error.message }
+        if let error = error as? PostgresTransactionError {
+            return describe(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? PersistenceError("transaction failed"))
+        }
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let server = error.serverInfo {
+            let message = server[.message] ?? "error"
+            let code = server[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+            return "postgresql: \(message)\(code)"
+        }
+        return "postgresql: \(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+    }
+
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(PersistenceError) -> T {
+        try await run { try await self.client.withTransaction(logger: self.logger) { connection in try await body(connection) } }
+    }
+
+    private func execute(_ query: PostgresQuery) async throws(PersistenceError) {
+        _ = try await run { try await self.client.query(query, logger: self.logger) }
+    }
+
+    /// The number of rows a statement changed.
+    private func changes(_ query: PostgresQuery) async throws(PersistenceError) -> Int {
+        try await run {
+            try await self.client.withConnection { connection in
+                let result = try await connection.query(query, logger: self.logger)
+                var count = 0
+                for try await _ in result.decode(Int.self) { count += 1 }
+                return count
+            }
+        }
+    }
+
+    private func strings(_ query: PostgresQuery) async throws(PersistenceError) -> [String] {
+        try await run {
+            var values: [String] = []
+            for try await value in try await self.client.query(query, logger: self.logger).decode(String.self) {
+                values.append(value)
+            }
+            return values
+        }
+    }
+
+    private func documents<T: Decodable & Sendable>(_ type: T.Type, _ query: PostgresQuery) async throws(PersistenceError) -> [T] {
+        var values: [T] = []
+        for text in try await strings(query) { values.append(try StoredDocument.decode(type, from: text)) }
+        return values
+    }
+
+    private func put<T: Encodable & Sendable>(_ value: T, arn: String, in table: Table) async throws(PersistenceError) {
+        let document = try StoredDocument.encode(value)
+        try await execute("""
+            INSERT INTO \(unescaped: table.rawValue) (arn, document) VALUES (\(arn), \(document))
+            ON CONFLICT (arn) DO UPDATE SET document = EXCLUDED.document
+            """)
+    }
+
+    private func get<T: Decodable & Sendable>(_ type: T.Type, arn: String, in table: Table) async throws(PersistenceError) -> T? {
+        try await documents(type, "SELECT document FROM \(unescaped: table.rawValue) WHERE arn = \(arn)").first
+    }
+
+    private func all<T: Decodable & Sendable>(_ type: T.Type, in table: Table) async throws(PersistenceError) -> [T] {
+        // COLLATE "C": byte order, as SQLite sorts, whatever the database's locale.
+        try await documents(type, "SELECT document FROM \(unescaped: table.rawValue) ORDER BY arn COLLATE \"C\"")
+    }
+
+    private func delete(arn: String, in table: Table) async throws(PersistenceError) -> Bool {
+        try await changes("DELETE FROM \(unescaped: table.rawValue) WHERE arn = \(arn) RETURNING 1") > 0
+    }
+
+    // MARK: CompositionStore
+
+    public func putEncoderConfiguration(_ value: EncoderConfiguration) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .encoder)
+    }
+    public func encoderConfiguration(arn: String) async throws(PersistenceError) -> EncoderConfiguration? {
+        try await get(EncoderConfiguration.self, arn: arn, in: .encoder)
+    }
+    public func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration] {
+        try await all(EncoderConfiguration.self, in: .encoder)
+    }
+    public func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .encoder)
+    }
+
+    public func putStorageConfiguration(_ value: StorageConfiguration) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .storage)
+    }
+    public func storageConfiguration(arn: String) async throws(PersistenceError) -> StorageConfiguration? {
+        try await get(StorageConfiguration.self, arn: arn, in: .storage)
+    }
+    public func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration] {
+        try await all(StorageConfiguration.self, in: .storage)
+    }
+    public func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .storage)
+    }
+
+    public func putStage(_ value: StoredStage) async throws(PersistenceError) {
+        try await put(value, arn: value.stage.arn, in: .stage)
+    }
+    public func stage(arn: String) async throws(PersistenceError) -> StoredStage? {
+        try await get(StoredStage.self, arn: arn, in: .stage)
+    }
+    public func stages() async throws(PersistenceError) -> [StoredStage] {
+        try await all(StoredStage.self, in: .stage)
+    }
+    public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .stage)
+    }
+
+    public func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError) {
+        let document = try StoredDocument.encode(value)
+        try await execute("""
+            INSERT INTO ingest_configuration (arn, stream_key, document) VALUES (\(value.arn), \(value.configuration.streamKey), \(document))
+            ON CONFLICT (arn) DO UPDATE SET stream_key = EXCLUDED.stream_key, document = EXCLUDED.document
+            """)
+    }
+    public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
+        try await get(StoredIngestConfiguration.self, arn: arn, in: .ingest)
+    }
+    public func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
+        try await documents(StoredIngestConfiguration.self, """
+            SELECT document FROM ingest_configuration WHERE stream_key = \(streamKey) ORDER BY arn COLLATE "C" LIMIT 1
+            """).first
+    }
+    public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
+        try await all(StoredIngestConfiguration.self, in: .ingest)
+    }
+    public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .ingest)
+    }
+
+    public func putStageSession(_ value: StoredStageSession) async throws(PersistenceError) {
+        let document = try StoredDocument.encode(value)
+        let sessionId = value.session.sessionId ?? ""
+        let start = value.session.startTime?.secondsSince1970 ?? 0
+        let end = value.session.endTime?.secondsSince1970
+        try await execute("""
+            INSERT INTO stage_session (stage_arn, session_id, start_time, end_time, document)
+            VALUES (\(value.stageArn), \(sessionId), \(start), \(end), \(document))
+            ON CONFLICT (stage_arn, session_id) DO UPDATE
+              SET start_time = EXCLUDED.start_time, end_time = EXCLUDED.end_time, document = EXCLUDED.document
+            """)
+    }
+    public func stageSession(stageArn: String, sessionId: String) async throws(PersistenceError) -> StoredStageSession? {
+        try await documents(StoredStageSession.self,
+                            "SELECT document FROM stage_session WHERE stage_arn = \(stageArn) AND session_id = \(sessionId)").first
+    }
+    public func stageSessions(stageArn: String) async throws(PersistenceError) -> [StoredStageSession] {
+        try await documents(StoredStageSession.self, """
+            SELECT document FROM stage_session WHERE stage_arn = \(stageArn) ORDER BY start_time DESC, session_id COLLATE "C" DESC
+            """)
+    }
+    public func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
+        try await documents(StoredStageSession.self, """
+            SELECT document FROM stage_session WHERE end_time IS NULL ORDER BY stage_arn COLLATE "C", session_id COLLATE "C"
+            """)
+    }
+    public func putParticipant(_ value: StoredParticipant) async throws(PersistenceError) {
+        let document = try StoredDocument.encode(value)
+        let participantId = value.participant.participantId ?? ""
+        // join_order is a sequence: a participant keeps its place when it is updated.
+        try await execute("""
+            INSERT INTO participant (stage_arn, session_id, participant_id, document)
+            VALUES (\(value.stageArn), \(value.sessionId), \(participantId), \(document))
+            ON CONFLICT (stage_arn, session_id, participant_id) DO UPDATE SET document = EXCLUDED.document
+            """)
+    }
+    public func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant? {
+        try await documents(StoredParticipant.self, """
+            SELECT document FROM participant
+            WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) AND participant_id = \(participantId)
+            """).first
+    }
+    public func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant] {
+        try await documents(StoredParticipant.self, """
+            SELECT document FROM participant WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) ORDER BY join_order
+            """)
+    }
+    public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
+        let document = try StoredDocument.encode(value.event)
+        try await execute("""
+            INSERT INTO participant_event (stage_arn, session_id, participant_id, document)
+            VALUES (\(value.stageArn), \(value.sessionId), \(value.participantId), \(document))
+            """)
+    }
+    public func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent] {
+        try await documents(ParticipantEvent.self, """
+            SELECT document FROM participant_event
+            WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) AND participant_id = \(participantId) ORDER BY sequence
+            """)
+    }
+    public func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
+        try await transaction { connection in
+            for table in ["participant_event", "participant"] {
+                try await connection.query("""
+                    DELETE FROM \(unescaped: table) WHERE (stage_arn, session_id) IN
+                      (SELECT stage_arn, session_id FROM stage_session WHERE end_time IS NOT NULL AND end_time < \(seconds))
+                    """, logger: self.logger)
+            }
+            try await connection.query("DELETE FROM stage_session WHERE end_time IS NOT NULL AND end_time < \(seconds)", logger: self.logger)
+        }
+    }
+
+    public func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError) {
+        try await put(value, arn: value.arn, in: .publicKey)
+    }
+    public func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey? {
+        try await get(StoredPublicKey.self, arn: arn, in: .publicKey)
+    }
+    public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
+        try await all(StoredPublicKey.self, in: .publicKey)
+    }
+    public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .publicKey)
+    }
+
+    public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {
+        let document = try StoredDocument.encode(value)
+        try await execute("""
+            INSERT INTO composition (arn, stage_arn, state, idempotency_token, document)
+            VALUES (\(value.arn), \(value.composition.stageArn), \(value.composition.state.rawValue), \(value.idempotencyToken), \(document))
+            ON CONFLICT (arn) DO UPDATE SET stage_arn = EXCLUDED.stage_arn, state = EXCLUDED.state,
+              idempotency_token = EXCLUDED.idempotency_token, document = EXCLUDED.document
+            """)
+    }
+    public func composition(arn: String) async throws(PersistenceError) -> StoredComposition? {
+        try await get(StoredComposition.self, arn: arn, in: .composition)
+    }
+    public func compositions() async throws(PersistenceError) -> [StoredComposition] {
+        try await all(StoredComposition.self, in: .composition)
+    }
+    public func deleteComposition(arn: String) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: .composition)
+    }
+}

@@ -1,0 +1,42 @@
+// The PostgreSQL schema, as numbered migrations. A migration, once released, never changes:
+// a later one alters what it made. Versions sort as text, so they carry zero-padded numbers.
+enum PostgresMigrations {
+    struct Migration {
+        var version: String
+        var statements: [String]
+    }
+
+    /// pg_advisory_xact_lock key held while migrating ("stgcomp" in ASCII).
+    static let lockKey: Int64 = 0x73_74_67_63_6f_6d_70
+
+    static let all: [Migration] = [
+        Migration(version: "0001-control-plane", statements: [
+            "CREATE TABLE encoder_configuration (arn text PRIMARY KEY, document text NOT NULL)",
+            "CREATE TABLE storage_configuration (arn text PRIMARY KEY, document text NOT NULL)",
+            "CREATE TABLE stage (arn text PRIMARY KEY, document text NOT NULL)",
+            """
+            CREATE TABLE composition (arn text PRIMARY KEY, stage_arn text NOT NULL, state text NOT NULL,
+              idempotency_token text, document text NOT NULL)
+            """,
+            "CREATE INDEX composition_by_stage ON composition (stage_arn)",
+            "CREATE INDEX composition_by_idempotency_token ON composition (idempotency_token)",
+            "CREATE TABLE ingest_configuration (arn text PRIMARY KEY, stream_key text NOT NULL, document text NOT NULL)",
+            "CREATE INDEX ingest_configuration_by_stream_key ON ingest_configuration (stream_key)",
+            """
+            CREATE TABLE stage_session (stage_arn text NOT NULL, session_id text NOT NULL, start_time bigint NOT NULL,
+              end_time bigint, document text NOT NULL, PRIMARY KEY (stage_arn, session_id))
+            """,
+            "CREATE INDEX stage_session_open ON stage_session (stage_arn, session_id) WHERE end_time IS NULL",
+            """
+            CREATE TABLE participant (stage_arn text NOT NULL, session_id text NOT NULL, participant_id text NOT NULL,
+              join_order bigserial NOT NULL, document text NOT NULL, PRIMARY KEY (stage_arn, session_id, participant_id))
+            """,
+            """
+            CREATE TABLE participant_event (sequence bigserial PRIMARY KEY, stage_arn text NOT NULL, session_id text NOT NULL,
+              participant_id text NOT NULL, document text NOT NULL)
+            """,
+            "CREATE INDEX participant_event_by_participant ON participant_event (stage_arn, session_id, participant_id)",
+            "CREATE TABLE public_key (arn text PRIMARY KEY, document text NOT NULL)",
+        ]),
+    ]
+}
