@@ -9,8 +9,8 @@ public import Persistence
 public import PostgresNIO
 
 public final class PostgresCompositionStore: CompositionStore {
-    private let client: PostgresClient
-    private let logger: Logger
+    let client: PostgresClient
+    let logger: Logger
     private let callTimeout: Duration
 
     /// A store on `client`, which must be running (`PostgresClient.run()`, a Service) before
@@ -63,7 +63,7 @@ public final class PostgresCompositionStore: CompositionStore {
 
     // MARK: Plumbing
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(PersistenceError) -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(PersistenceError) -> T {
         let timeout = callTimeout
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
@@ -98,7 +98,7 @@ public final class PostgresCompositionStore: CompositionStore {
         return "postgresql: \(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
     }
 
-    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(PersistenceError) -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(PersistenceError) -> T {
         try await run { try await self.client.withTransaction(logger: self.logger) { connection in try await body(connection) } }
     }
 

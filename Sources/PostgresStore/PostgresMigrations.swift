@@ -38,5 +38,21 @@ enum PostgresMigrations {
             "CREATE INDEX participant_event_by_participant ON participant_event (stage_arn, session_id, participant_id)",
             "CREATE TABLE public_key (arn text PRIMARY KEY, document text NOT NULL)",
         ]),
+        // Daemons sharing the database: each node's lease (on the database's clock) and the
+        // stages placed on it, with the capacity each placement reserves.
+        Migration(version: "0002-fleet", statements: [
+            "CREATE SEQUENCE node_incarnation",
+            """
+            CREATE TABLE node (node_id text PRIMARY KEY, incarnation bigint NOT NULL, internal_url text NOT NULL,
+              api_url text NOT NULL, rtmp_url text, whip_url text, capacity_millicores integer NOT NULL CHECK (capacity_millicores >= 0),
+              draining boolean NOT NULL DEFAULT false, registered_at timestamptz NOT NULL DEFAULT now(),
+              lease_expires_at timestamptz NOT NULL)
+            """,
+            """
+            CREATE TABLE stage_placement (stage_arn text PRIMARY KEY, node_id text NOT NULL, incarnation bigint NOT NULL,
+              cost_millicores integer NOT NULL CHECK (cost_millicores >= 0), placed_at timestamptz NOT NULL DEFAULT now())
+            """,
+            "CREATE INDEX stage_placement_by_node ON stage_placement (node_id, incarnation)",
+        ]),
     ]
 }

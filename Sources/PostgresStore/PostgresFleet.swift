@@ -1,0 +1,251 @@
+// The fleet's membership and placement, in the shared database. Every time is the database's
+// (`now()`), so hosts' clocks never disagree about a lease. Each call is one transaction:
+//   - register: a node (re)starts as a new incarnation with a fresh lease; whatever an older
+//     incarnation of it held is released and returned, for the caller to fail.
+//   - renew: extends the lease of exactly this incarnation, only while it is still valid.
+//   - reapExpired: removes nodes whose lease ran out and returns what they held; concurrent
+//     reapers each get different nodes (SKIP LOCKED), so every loss is handled once.
+//   - place: puts a stage on the live, undrained node with the most free capacity, reserving
+//     the cost in the same transaction (node rows locked: no two placements overbook one).
+import Logging
+public import Persistence
+import PostgresNIO
+
+/// What a daemon tells the fleet about itself.
+public struct FleetNodeRegistration: Sendable, Equatable {
+    public var nodeId: String
+    /// Where other nodes reach it (internal calls, RTMP relay).
+    public var internalURL: String
+    /// Its advertised API, RTMP and WHIP addresses.
+    public var apiURL: String
+    public var rtmpURL: String?
+    public var whipURL: String?
+    /// CPU it offers to compositions, in thousandths of a core.
+    public var capacityMillicores: Int
+
+    public init(nodeId: String, internalURL: String, apiURL: String, rtmpURL: String? = nil, whipURL: String? = nil,
+                capacityMillicores: Int) {
+        self.nodeId = nodeId
+        self.internalURL = internalURL
+        self.apiURL = apiURL
+        self.rtmpURL = rtmpURL
+        self.whipURL = whipURL
+        self.capacityMillicores = capacityMillicores
+    }
+}
+
+/// A node as the fleet sees it now.
+public struct FleetNodeStatus: Sendable, Equatable {
+    public var registration: FleetNodeRegistration
+    public var incarnation: Int64
+    public var draining: Bool
+    /// Whether its lease is still valid.
+    public var live: Bool
+    /// Milliseconds until its lease expires (negative: expired that long ago).
+    public var leaseRemainingMs: Int64
+    public var reservedMillicores: Int
+    public var stages: [String]
+}
+
+/// Who holds a stage.
+public struct StagePlacement: Sendable, Equatable {
+    public var stageArn: String
+    public var nodeId: String
+    public var incarnation: Int64
+    public var costMillicores: Int
+
+    public init(stageArn: String, nodeId: String, incarnation: Int64, costMillicores: Int) {
+        self.stageArn = stageArn
+        self.nodeId = nodeId
+        self.incarnation = incarnation
+        self.costMillicores = costMillicores
+    }
+}
+
+public enum PlacementResult: Sendable, Equatable {
+    case placed(StagePlacement)
+    /// Nowhere has room: the reason names the largest free capacity and the cost asked.
+    case refused(reason: String)
+}
+
+/// A node whose lease ran out (or an older incarnation of a restarted node), and the stages it held.
+public struct LostNode: Sendable, Equatable {
+    public var nodeId: String
+    public var incarnation: Int64
+    public var stages: [String]
+
+    public init(nodeId: String, incarnation: Int64, stages: [String]) {
+        self.nodeId = nodeId
+        self.incarnation = incarnation
+        self.stages = stages
+    }
+}
+
+extension PostgresCompositionStore {
+    /// Starts `registration` as a new incarnation, leased for `ttlMs`. Returns the
+    /// incarnation and what an older incarnation of the same node still held (released now).
+    public func register(_ registration: FleetNodeRegistration, ttlMs: Int64) async throws(PersistenceError)
+        -> (incarnation: Int64, previous: LostNode?) {
+        try await transaction { connection in
+            var previous: LostNode?
+            let rows = try await connection.query("""
+                SELECT incarnation FROM node WHERE node_id = \(registration.nodeId) FOR UPDATE
+                """, logger: self.logger)
+            for try await old in rows.decode(Int64.self) {
+                previous = LostNode(nodeId: registration.nodeId, incarnation: old,
+                                    stages: try await Self.releasePlacements(of: registration.nodeId, incarnation: old, connection, self.logger))
+            }
+            let inserted = try await connection.query("""
+                INSERT INTO node (node_id, incarnation, internal_url, api_url, rtmp_url, whip_url, capacity_millicores, lease_expires_at)
+                VALUES (\(registration.nodeId), nextval('node_incarnation'), \(registration.internalURL), \(registration.apiURL),
+                        \(registration.rtmpURL), \(registration.whipURL), \(registration.capacityMillicores),
+                        now() + \(ttlMs) * interval '1 millisecond')
+                ON CONFLICT (node_id) DO UPDATE SET incarnation = EXCLUDED.incarnation, internal_url = EXCLUDED.internal_url,
+                  api_url = EXCLUDED.api_url, rtmp_url = EXCLUDED.rtmp_url, whip_url = EXCLUDED.whip_url,
+                  capacity_millicores = EXCLUDED.capacity_millicores, draining = false, registered_at = now(),
+                  lease_expires_at = EXCLUDED.lease_expires_at
+                RETURNING incarnation
+                """, logger: self.logger)
+            var incarnation: Int64 = 0
+            for try await value in inserted.decode(Int64.self) { incarnation = value }
+            return (incarnation, previous)
+        }
+    }
+
+    /// Extends this incarnation's lease to `ttlMs` from now, if it is still valid. False: the
+    /// lease is gone (expired, reaped, or the node registered again); the caller fences itself.
+    public func renew(nodeId: String, incarnation: Int64, ttlMs: Int64) async throws(PersistenceError) -> Bool {
+        try await run {
+            let rows = try await self.client.query("""
+                UPDATE node SET lease_expires_at = now() + \(ttlMs) * interval '1 millisecond'
+                WHERE node_id = \(nodeId) AND incarnation = \(incarnation) AND lease_expires_at > now()
+                RETURNING 1
+                """, logger: self.logger)
+            var renewed = false
+            for try await _ in rows.decode(Int.self) { renewed = true }
+            return renewed
+        }
+    }
+
+    /// Removes every node whose lease has expired, with its placements; each is returned to
+    /// exactly one caller, however many reap at once.
+    public func reapExpired() async throws(PersistenceError) -> [LostNode] {
+        try await transaction { connection in
+            let rows = try await connection.query("""
+                DELETE FROM node WHERE node_id IN
+                  (SELECT node_id FROM node WHERE lease_expires_at <= now() FOR UPDATE SKIP LOCKED)
+                RETURNING node_id, incarnation
+                """, logger: self.logger)
+            var expired: [(String, Int64)] = []
+            for try await (nodeId, incarnation) in rows.decode((String, Int64).self) { expired.append((nodeId, incarnation)) }
+            var lost: [LostNode] = []
+            for (nodeId, incarnation) in expired.sorted(by: { $0.0 < $1.0 }) {
+                lost.append(LostNode(nodeId: nodeId, incarnation: incarnation,
+                                     stages: try await Self.releasePlacements(of: nodeId, incarnation: incarnation, connection, self.logger)))
+            }
+            return lost
+        }
+    }
+
+    private static func releasePlacements(of nodeId: String, incarnation: Int64, _ connection: PostgresConnection,
+                                          _ logger: Logger) async throws -> [String] {
+        let rows = try await connection.query("""
+            DELETE FROM stage_placement WHERE node_id = \(nodeId) AND incarnation = \(incarnation) RETURNING stage_arn
+            """, logger: logger)
+        var stages: [String] = []
+        for try await stage in rows.decode(String.self) { stages.append(stage) }
+        return stages.sorted()
+    }
+
+    /// The stage's placement: where it already is, or the live, undrained node with the most
+    /// free capacity for `costMillicores` (ties: the node id), reserved in this transaction.
+    public func place(stageArn: String, costMillicores: Int) async throws(PersistenceError) -> PlacementResult {
+        try await transaction { connection in
+            // Every live node row locked: placements are serialized, so none overbooks.
+            let live = try await connection.query("""
+                SELECT node_id, incarnation, capacity_millicores FROM node
+                WHERE lease_expires_at > now() AND NOT draining ORDER BY node_id FOR UPDATE
+                """, logger: self.logger)
+            var nodes: [(id: String, incarnation: Int64, capacity: Int)] = []
+            for try await (id, incarnation, capacity) in live.decode((String, Int64, Int).self) { nodes.append((id, incarnation, capacity)) }
+            let existing = try await connection.query("""
+                SELECT node_id, incarnation, cost_millicores FROM stage_placement WHERE stage_arn = \(stageArn)
+                """, logger: self.logger)
+            for try await (nodeId, incarnation, cost) in existing.decode((String, Int64, Int).self) {
+                return .placed(StagePlacement(stageArn: stageArn, nodeId: nodeId, incarnation: incarnation, costMillicores: cost))
+            }
+            let reservedRows = try await connection.query("""
+                SELECT node_id, incarnation, COALESCE(sum(cost_millicores), 0)::bigint FROM stage_placement GROUP BY node_id, incarnation
+                """, logger: self.logger)
+            var reserved: [String: Int64] = [:]
+            for try await (nodeId, incarnation, sum) in reservedRows.decode((String, Int64, Int64).self) {
+                if nodes.contains(where: { $0.id == nodeId && $0.incarnation == incarnation }) { reserved[nodeId, default: 0] &+= sum }
+            }
+            let free = nodes.map { node in (node, Int64(node.capacity) - (reserved[node.id] ?? 0)) }
+            guard let best = free.max(by: { ($0.1, $1.0.id) < ($1.1, $0.0.id) }), best.1 >= Int64(costMillicores) else {
+                let most = free.map(\.1).max().map { "\(max($0, 0)) millicores free at most" } ?? "no live node accepts placements"
+                return .refused(reason: "no node has capacity for this stage: it needs \(costMillicores) millicores, \(most) "
+                                + "(\(nodes.count) live, undrained node\(nodes.count == 1 ? "" : "s"))")
+            }
+            try await connection.query("""
+                INSERT INTO stage_placement (stage_arn, node_id, incarnation, cost_millicores)
+                VALUES (\(stageArn), \(best.0.id), \(best.0.incarnation), \(costMillicores))
+                """, logger: self.logger)
+            return .placed(StagePlacement(stageArn: stageArn, nodeId: best.0.id, incarnation: best.0.incarnation,
+                                          costMillicores: costMillicores))
+        }
+    }
+
+    /// Frees a stage's placement, only for the incarnation that holds it (a fenced node's late
+    /// release changes nothing). Returns whether it did.
+    public func releasePlacement(stageArn: String, nodeId: String, incarnation: Int64) async throws(PersistenceError) -> Bool {
+        try await run {
+            let rows = try await self.client.query("""
+                DELETE FROM stage_placement WHERE stage_arn = \(stageArn) AND node_id = \(nodeId) AND incarnation = \(incarnation)
+                RETURNING 1
+                """, logger: self.logger)
+            var released = false
+            for try await _ in rows.decode(Int.self) { released = true }
+            return released
+        }
+    }
+
+    /// Takes the node out of placement (SIGTERM, `nodes drain`): it keeps what it runs.
+    public func setDraining(nodeId: String, incarnation: Int64, _ draining: Bool) async throws(PersistenceError) {
+        _ = try await run {
+            try await self.client.query("""
+                UPDATE node SET draining = \(draining) WHERE node_id = \(nodeId) AND incarnation = \(incarnation)
+                """, logger: self.logger)
+            return true
+        }
+    }
+
+    /// Every registered node with its lease, load and stages (`stage-compositor nodes`).
+    public func fleetNodes() async throws(PersistenceError) -> [FleetNodeStatus] {
+        try await transaction { connection in
+            let rows = try await connection.query("""
+                SELECT node_id, incarnation, internal_url, api_url, rtmp_url, whip_url, capacity_millicores, draining,
+                       lease_expires_at > now(), (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint
+                FROM node ORDER BY node_id
+                """, logger: self.logger)
+            var nodes: [FleetNodeStatus] = []
+            for try await (id, incarnation, internalURL, apiURL, rtmpURL, whipURL, capacity, draining, live, remaining)
+                in rows.decode((String, Int64, String, String, String?, String?, Int, Bool, Bool, Int64).self) {
+                nodes.append(FleetNodeStatus(
+                    registration: FleetNodeRegistration(nodeId: id, internalURL: internalURL, apiURL: apiURL, rtmpURL: rtmpURL,
+                                                        whipURL: whipURL, capacityMillicores: capacity),
+                    incarnation: incarnation, draining: draining, live: live, leaseRemainingMs: remaining,
+                    reservedMillicores: 0, stages: []))
+            }
+            let placements = try await connection.query("""
+                SELECT stage_arn, node_id, incarnation, cost_millicores FROM stage_placement ORDER BY stage_arn
+                """, logger: self.logger)
+            for try await (stage, nodeId, incarnation, cost) in placements.decode((String, String, Int64, Int).self) {
+                guard let index = nodes.firstIndex(where: { $0.registration.nodeId == nodeId && $0.incarnation == incarnation }) else { continue }
+                nodes[index].reservedMillicores &+= cost
+                nodes[index].stages.append(stage)
+            }
+            return nodes
+        }
+    }
+}

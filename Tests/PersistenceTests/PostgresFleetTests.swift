@@ -1,0 +1,136 @@
+// The fleet's membership and placement on a real PostgreSQL. Lease times are the database's:
+// a lease "still valid" is given 60 s and one "expired" 0 ms, so no assertion depends on
+// how fast this machine runs.
+import Foundation
+import Persistence
+import PostgresStore
+import Testing
+import TestSupport
+
+@Suite struct PostgresFleetTests {
+    static func node(_ id: String, capacity: Int = 4_000) -> FleetNodeRegistration {
+        FleetNodeRegistration(nodeId: id, internalURL: "http://10.0.0.\(id.count):9000", apiURL: "https://ivs.example.com",
+                              rtmpURL: "rtmp://\(id).example.com/app", whipURL: nil, capacityMillicores: capacity)
+    }
+
+    static let long: Int64 = 60_000
+
+    @Test("a node renews its own lease; a restarted node is a new incarnation, and the old one can neither renew nor release")
+    func incarnations() async throws {
+        try await PostgresStores.with { store in
+            let first = try await store.register(Self.node("a"), ttlMs: Self.long)
+            #expect(first.previous == nil)
+            #expect(try await store.renew(nodeId: "a", incarnation: first.incarnation, ttlMs: Self.long))
+            guard case .placed(let placement) = try await store.place(stageArn: "stage/1", costMillicores: 1_000) else {
+                Issue.record("not placed")
+                return
+            }
+            #expect(placement.nodeId == "a" && placement.incarnation == first.incarnation)
+            let second = try await store.register(Self.node("a"), ttlMs: Self.long)
+            #expect(second.incarnation > first.incarnation)
+            // What the old incarnation held is released and handed to the new one to fail.
+            #expect(second.previous == LostNode(nodeId: "a", incarnation: first.incarnation, stages: ["stage/1"]))
+            #expect(try await store.renew(nodeId: "a", incarnation: first.incarnation, ttlMs: Self.long) == false)
+            #expect(try await store.renew(nodeId: "a", incarnation: second.incarnation, ttlMs: Self.long))
+            guard case .placed(let again) = try await store.place(stageArn: "stage/1", costMillicores: 1_000) else {
+                Issue.record("not placed again")
+                return
+            }
+            #expect(again.incarnation == second.incarnation)
+            #expect(try await store.releasePlacement(stageArn: "stage/1", nodeId: "a", incarnation: first.incarnation) == false)
+            #expect(try await store.releasePlacement(stageArn: "stage/1", nodeId: "a", incarnation: second.incarnation))
+        }
+    }
+
+    @Test("an expired lease is not renewed, and concurrent reapers each get a lost node exactly once, with its stages")
+    func reaping() async throws {
+        let url = try PostgresStores.freshURL()
+        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { store in
+            let alive = try await store.register(Self.node("alive"), ttlMs: Self.long)
+            var placed: [String: [String]] = [:]
+            for id in ["dead1", "dead2"] {
+                let registered = try await store.register(Self.node(id), ttlMs: Self.long)
+                try await store.setDraining(nodeId: "alive", incarnation: alive.incarnation, true)
+                for stage in 0..<2 {
+                    guard case .placed(let p) = try await store.place(stageArn: "stage/\(id)-\(stage)", costMillicores: 100) else { continue }
+                    placed[p.nodeId, default: []].append(p.stageArn)
+                }
+                try await store.setDraining(nodeId: "alive", incarnation: alive.incarnation, false)
+                // Its lease runs out: renewing with a zero TTL leaves it expired at once.
+                #expect(try await store.renew(nodeId: id, incarnation: registered.incarnation, ttlMs: 0))
+                #expect(try await store.renew(nodeId: id, incarnation: registered.incarnation, ttlMs: Self.long) == false)
+            }
+            let reaped = try await withThrowingTaskGroup(of: [LostNode].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { other in
+                            try await other.reapExpired()
+                        }
+                    }
+                }
+                var all: [LostNode] = []
+                for try await lost in group { all += lost }
+                return all
+            }
+            #expect(reaped.map(\.nodeId).sorted() == ["dead1", "dead2"])
+            for lost in reaped { #expect(lost.stages == (placed[lost.nodeId] ?? []).sorted()) }
+            let nodes = try await store.fleetNodes()
+            #expect(nodes.map(\.registration.nodeId) == ["alive"])
+            #expect(nodes.first?.live == true && nodes.first?.stages == [])
+        }
+    }
+
+    @Test("placement goes to the most free capacity, skips draining and expired nodes, and refuses with the reason when nothing fits")
+    func placement() async throws {
+        try await PostgresStores.with { store in
+            let a = try await store.register(Self.node("a", capacity: 3_000), ttlMs: Self.long)
+            _ = try await store.register(Self.node("b", capacity: 2_000), ttlMs: Self.long)
+            let c = try await store.register(Self.node("c", capacity: 9_000), ttlMs: Self.long)
+            try await store.setDraining(nodeId: "c", incarnation: c.incarnation, true)
+            var where_: [String] = []
+            for stage in 0..<4 {
+                guard case .placed(let p) = try await store.place(stageArn: "stage/\(stage)", costMillicores: 1_000) else {
+                    Issue.record("stage \(stage) refused")
+                    return
+                }
+                where_.append(p.nodeId)
+            }
+            // a (3000 free) then a tie at 2000 (a before b by id), then b, then a and b both at 1000: a.
+            #expect(where_ == ["a", "a", "b", "a"])
+            // The same stage again is where it is, not a second reservation.
+            guard case .placed(let same) = try await store.place(stageArn: "stage/0", costMillicores: 1_000) else { return }
+            #expect(same.nodeId == "a")
+            let refusal = try await store.place(stageArn: "stage/big", costMillicores: 1_500)
+            guard case .refused(let reason) = refusal else {
+                Issue.record("placed beyond capacity: \(refusal)")
+                return
+            }
+            #expect(reason.contains("needs 1500 millicores") && reason.contains("1000 millicores free at most"), "\(reason)")
+            _ = try await store.renew(nodeId: "a", incarnation: a.incarnation, ttlMs: 0)
+            let nodes = try await store.fleetNodes()
+            #expect(nodes.map { "\($0.registration.nodeId):\($0.reservedMillicores):\($0.live):\($0.draining)" }
+                    == ["a:3000:false:false", "b:1000:true:false", "c:0:true:true"])
+        }
+    }
+
+    @Test("placements racing from many connections never overbook a node")
+    func concurrentPlacement() async throws {
+        let url = try PostgresStores.freshURL()
+        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { store in
+            for id in ["a", "b", "c"] { _ = try await store.register(Self.node(id, capacity: 1_000), ttlMs: Self.long) }
+            let results = try await withThrowingTaskGroup(of: PlacementResult.self) { group in
+                for stage in 0..<60 {
+                    group.addTask { try await store.place(stageArn: "stage/\(stage)", costMillicores: 100) }
+                }
+                var all: [PlacementResult] = []
+                for try await result in group { all.append(result) }
+                return all
+            }
+            var perNode: [String: Int] = [:]
+            for case .placed(let p) in results { perNode[p.nodeId, default: 0] += p.costMillicores }
+            // 1000 millicores hold ten 100s each: thirty placed, thirty refused, none over.
+            #expect(perNode == ["a": 1_000, "b": 1_000, "c": 1_000])
+            #expect(results.filter { if case .refused = $0 { true } else { false } }.count == 30)
+        }
+    }
+}
