@@ -181,6 +181,9 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // A fleet node's lease and fencing decisions (pure; the heartbeat loop drives it).
+        .target(name: "Fleet", swiftSettings: strict),
+
         // The same store in PostgreSQL (postgres-nio), for a fleet of daemons sharing one database.
         .target(
             name: "PostgresStore",
@@ -283,6 +286,7 @@ let package = Package(
         .testTarget(name: "OpsTests", dependencies: ["TestSupport"], exclude: ["run_with_mdwe.py"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "TestSupport"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "PostgresStore", "APIModels", "TestSupport",
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
