@@ -197,7 +197,7 @@ let package = Package(
         // The daemon: HTTP control plane, composition manager, configuration, events hook, metrics.
         .target(
             name: "Server",
-            dependencies: ["APIModels", "Persistence", "PostgresStore", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
+            dependencies: ["APIModels", "Persistence", "PostgresStore", "Fleet", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
                            "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg", "ParticipantRecording",
                            .product(name: "Hummingbird", package: "hummingbird"),

@@ -210,6 +210,14 @@ extension PostgresCompositionStore {
         }
     }
 
+    /// Removes this incarnation (a node leaving on purpose) with its placements.
+    public func deregister(nodeId: String, incarnation: Int64) async throws(PersistenceError) {
+        try await transaction { connection in
+            _ = try await Self.releasePlacements(of: nodeId, incarnation: incarnation, connection, self.logger)
+            try await connection.query("DELETE FROM node WHERE node_id = \(nodeId) AND incarnation = \(incarnation)", logger: self.logger)
+        }
+    }
+
     /// Takes the node out of placement (SIGTERM, `nodes drain`): it keeps what it runs.
     public func setDraining(nodeId: String, incarnation: Int64, _ draining: Bool) async throws(PersistenceError) {
         _ = try await run {

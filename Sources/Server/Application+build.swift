@@ -23,7 +23,7 @@ import WebRTCSecurity
 import WebRTCSignal
 import NIOSSL
 import NIOCore
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Swappable parts; the defaults are the daemon's.
 public struct ServerDependencies: Sendable {
@@ -76,13 +76,25 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
     let timeout = Duration.milliseconds(Int64((configuration.database.callTimeoutSeconds ?? 10) * 1000))
     dependencies.logger.info("state store: PostgreSQL", metadata: ["url": "\(url)"])
     try await PostgresCompositionStore.withStore(url: url, callTimeout: timeout, logger: dependencies.logger) { store in
-        try await buildApplication(configuration: configuration, dependencies: dependencies, store: store).runService()
+        let listen = configuration.listen
+        let api = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)"
+        let rtmp = configuration.ingest.rtmp.enabled ? "rtmp://\(listen.host):\(configuration.ingest.rtmp.port)/app" : nil
+        let registration = FleetNodeRegistration(
+            nodeId: configuration.database.resolvedNodeId, internalURL: api, apiURL: api, rtmpURL: rtmp,
+            whipURL: configuration.ingest.whip.enabled ? api + "/whip" : nil,
+            capacityMillicores: ProcessInfo.processInfo.activeProcessorCount &* 1000)
+        let member = try await FleetMember.join(store: store, registration: registration,
+                                                settings: configuration.database.leaseSettings, logger: dependencies.logger)
+        try await buildApplication(configuration: configuration, dependencies: dependencies, store: store,
+                                   services: [member]).runService()
     }
 }
 
 /// The application on `store`, or (nil) on the SQLite database in the state directory.
+/// `services` run before (and stop after) the application's own.
 public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies,
-                             store given: (any CompositionStore)? = nil) async throws -> Application<ServerResponder> {
+                             store given: (any CompositionStore)? = nil, services: [any Service] = []) async throws
+    -> Application<ServerResponder> {
     let logger = dependencies.logger
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
     let ingest = configuration.ingest
@@ -109,7 +121,8 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
             : UnauthenticatedRequestGuard(allowedHosts: [configuration.listen.host] + (configuration.listen.allowedHosts ?? []),
                                           logger: logger))
     if let given {
-        return try await makeApplication(configuration: configuration, store: given, events: events, eventServices: eventServices,
+        return try await makeApplication(configuration: configuration, store: given, events: events,
+                                         eventServices: services + eventServices,
                                          authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
                                          dependencies: dependencies)
     }

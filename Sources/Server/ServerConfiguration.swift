@@ -5,6 +5,7 @@
 import Foundation
 import APIModels
 import PostgresStore
+public import Fleet
 
 public struct ServerConfiguration: Codable, Sendable, Equatable {
     public struct Listen: Codable, Sendable, Equatable {
@@ -43,10 +44,29 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// How long one store call may wait for the database before the API answers with an
         /// error (default 10 s): a database outage never hangs a request.
         public var callTimeoutSeconds: Double?
-        public init(url: String? = nil, callTimeoutSeconds: Double? = nil) {
+        /// This daemon's name among those registered in the database (default: the host name).
+        public var nodeId: String?
+        /// The node's lease on the database clock (default 10 s) and how often it is renewed
+        /// (default 1 s). A daemon that cannot renew within the lease stops (fences itself).
+        public var leaseTtlSeconds: Double?
+        public var heartbeatSeconds: Double?
+        public init(url: String? = nil, callTimeoutSeconds: Double? = nil, nodeId: String? = nil,
+                    leaseTtlSeconds: Double? = nil, heartbeatSeconds: Double? = nil) {
             self.url = url
             self.callTimeoutSeconds = callTimeoutSeconds
+            self.nodeId = nodeId
+            self.leaseTtlSeconds = leaseTtlSeconds
+            self.heartbeatSeconds = heartbeatSeconds
         }
+
+        /// The lease settings; the margin is a tenth of the TTL.
+        public var leaseSettings: LeaseKeeper.Settings {
+            let ttl = Int64(((leaseTtlSeconds ?? 10) * 1000).rounded())
+            return LeaseKeeper.Settings(ttlMs: ttl, heartbeatMs: Int64(((heartbeatSeconds ?? 1) * 1000).rounded()),
+                                        safetyMarginMs: ttl / 10)
+        }
+
+        public var resolvedNodeId: String { nodeId ?? ProcessInfo.processInfo.hostName }
     }
 
     public struct Metrics: Codable, Sendable, Equatable {
@@ -555,6 +575,16 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if let url = database.url, case .failure(let error) = PostgresDatabaseURL.parse(url) { problems.append(error.message) }
         if let timeout = database.callTimeoutSeconds, !(0.1...300).contains(timeout) {
             problems.append("database.callTimeoutSeconds: \(timeout) is outside 0.1...300")
+        }
+        if let ttl = database.leaseTtlSeconds, !(0.5...600).contains(ttl) {
+            problems.append("database.leaseTtlSeconds: \(ttl) is outside 0.5...600")
+        } else if let heartbeat = database.heartbeatSeconds, !(0.05...60).contains(heartbeat) {
+            problems.append("database.heartbeatSeconds: \(heartbeat) is outside 0.05...60")
+        } else {
+            problems += database.leaseSettings.problems.map { "database: \($0)" }
+        }
+        if let node = database.nodeId, node.isEmpty || node.count > 128 || node.contains(where: { $0.isWhitespace }) {
+            problems.append("database.nodeId: 1 to 128 characters without spaces")
         }
         var stageArns = Set<String>()
         for (index, entry) in stages.enumerated() {

@@ -38,4 +38,9 @@ final class PostgresDaemonTests: XCTestCase {
         try run("live_tests.py", "individual_recording_survives_kill9", tools: ["aws", "ffprobe", "ffmpeg", "python3"],
                 rows: "SELECT count(*) FROM participant WHERE document LIKE '%recordingPrefix%'")
     }
+
+    func testOneNodePerDatabaseLeaseAndFencing() throws {
+        try run("daemon_tests.py", "postgres_one_node_lease_and_fencing", tools: ["python3"],
+                rows: "SELECT count(*) FROM schema_migration")
+    }
 }

@@ -899,6 +899,59 @@ def test_serve_without_config_and_systemd_notify(d):
         notify.close()
 
 
+def test_postgres_one_node_lease_and_fencing(d):
+    """On PostgreSQL (STAGE_COMPOSITOR_TEST_DATABASE_URL, from PostgresDaemonTests): the daemon
+    registers as a node with a 3 s lease renewed every 0.3 s, and `stage-compositor nodes` lists it.
+    A second daemon on the same database refuses to start and names the first. SIGSTOP the first
+    past its lease: the second can start; SIGCONT: the first fences itself (logs it, exits non-zero)
+    and the second reaps it. SIGTERM the second: it deregisters, and no node is left."""
+    url = os.environ.get("STAGE_COMPOSITOR_TEST_DATABASE_URL")
+    check(url, "needs STAGE_COMPOSITOR_TEST_DATABASE_URL (run through PostgresDaemonTests)")
+    lease = {"leaseTtlSeconds": 3, "heartbeatSeconds": 0.3}
+    d.reconfigure(extra={"database": dict(url=url, nodeId="node-a", **lease)})
+
+    def nodes(config):
+        result = subprocess.run([d.binary, "nodes", "--config", config], capture_output=True, text=True, timeout=60)
+        check(result.returncode == 0, f"nodes: {result.stderr}")
+        return result.stdout
+
+    d.start()
+    listed = nodes(d.config_path)
+    print(listed)
+    check("node-a" in listed and " live " in listed, f"nodes lists node-a as live:\n{listed}")
+    other_dir = os.path.join(d.workdir, "b")
+    os.makedirs(other_dir)
+    b = Daemon(d.binary, other_dir, extra={"database": dict(url=url, nodeId="node-b", **lease)})
+    b.stderr = open(b.stderr_path, "a")
+    refused = subprocess.run([b.binary, "serve", "--config", b.config_path], capture_output=True, text=True, timeout=60)
+    check(refused.returncode != 0 and "another daemon uses this database: node node-a" in refused.stderr,
+          f"a second node is refused: {refused.returncode} {refused.stderr[-2000:]}")
+    d.process.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(4.5)                                    # past the 3 s lease
+        b.start()
+    finally:
+        d.process.send_signal(signal.SIGCONT)
+    started = time.time()
+    try:
+        d.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"the stopped node did not fence itself within 15 s of SIGCONT:\n{d.log()}")
+    print(f"fenced and exited {time.time() - started:.2f} s after SIGCONT, status {d.process.returncode}")
+    check(d.process.returncode != 0, "a fenced node exits with a failure status")
+    check("fenced itself" in d.log(), f"the fenced node says so:\n{d.log()}")
+    deadline = time.time() + 15
+    while time.time() < deadline and "node-a" in nodes(b.config_path):
+        time.sleep(0.5)
+    listed = nodes(b.config_path)
+    print(listed)
+    check("node-a" not in listed and "node-b" in listed, f"node-b reaped node-a:\n{listed}\n{b.log()}")
+    check("reaped a node whose lease ran out" in b.log(), f"node-b logs the reaping:\n{b.log()}")
+    check(b.stop() == 0, f"node-b stops cleanly:\n{b.log()}")
+    listed = nodes(b.config_path)
+    check("no nodes registered" in listed, f"node-b deregistered:\n{listed}")
+
+
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 
