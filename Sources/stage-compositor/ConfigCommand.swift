@@ -22,7 +22,8 @@ struct ConfigCommand: ParsableCommand {
             buckets {name: dir}, quotas {concurrentCompositions, encoderConfigurations, storageConfigurations, \
             publishersPerStage}, lifecycle {idleTimeoutSeconds, maximumDurationSeconds, retentionSeconds, \
             shutdownGraceSeconds}, events {file, stdout, webhook {url, maxAttempts}}, maxRequestBodyBytes, \
-            encoderPreset, logLevel. Relative paths are taken from the file's folder.
+            encoderPreset, logLevel, database {url, callTimeoutSeconds, nodeId, leaseTtlSeconds, heartbeatSeconds}. \
+            Relative paths are taken from the file's folder.
             """
         )
 
