@@ -78,6 +78,9 @@ public final class HLSRecordingSink: PacketSink {
     /// Wall-clock ms of output time 0: the first segment's EXT-X-PROGRAM-DATE-TIME.
     private var wallClockOriginMs: Int64?
 
+    /// The S3 destination it records (its events are that destination's).
+    public var destinationId: String? { configuration.layout.destinationId }
+
     /// Bytes stored so far (segments, playlists, metadata, thumbnails): the output-bitrate metric.
     public var bytesUploaded: Int64 { uploads.bytesWritten }
 

@@ -65,9 +65,9 @@ public enum SessionEvent: Sendable, Equatable {
     /// The first frame was encoded: media is flowing (composition ACTIVE).
     case mediaFlowing
     /// A sink accepted its first packet.
-    case sinkActive(String)
+    case sinkActive(name: String, destinationId: String?)
     /// A sink failed and was dropped; the composition goes on if others remain.
-    case sinkFailed(String, reason: String)
+    case sinkFailed(name: String, destinationId: String?, reason: String)
     /// Number of publishing participants changed.
     case publishersChanged(Int, at: MediaTime)
 }
@@ -194,7 +194,7 @@ public final class CompositionSession {
                 try sink.finish(failure: stopError?.description)
             } catch {
                 failedSinks[sink.name] = error.description
-                observer(.sinkFailed(sink.name, reason: error.description))
+                observer(.sinkFailed(name: sink.name, destinationId: sink.destinationId, reason: error.description))
             }
         }
         if let stopError { throw stopError }
@@ -228,7 +228,7 @@ public final class CompositionSession {
             let sink = sinks[index]
             do {
                 try sink.write(packet, media: media)
-                if activeSinks.insert(sink.name).inserted { observer(.sinkActive(sink.name)) }
+                if activeSinks.insert(sink.name).inserted { observer(.sinkActive(name: sink.name, destinationId: sink.destinationId)) }
                 index += 1
             } catch {
                 dropSink(sink, reason: error.description)
@@ -245,7 +245,7 @@ public final class CompositionSession {
         failedSinks[sink.name] = reason
         sinks.removeAll { $0 === sink }
         try? sink.finish(failure: reason)
-        observer(.sinkFailed(sink.name, reason: reason))
+        observer(.sinkFailed(name: sink.name, destinationId: sink.destinationId, reason: reason))
     }
 }
 

@@ -5,6 +5,9 @@ public import FFmpeg
 public protocol PacketSink: AnyObject {
     /// A name for logs and errors ("s3 destination abc").
     var name: String { get }
+    /// The API destination it writes (events about the sink are that destination's); nil
+    /// for sinks no destination owns (probes, previews).
+    var destinationId: String? { get }
     /// Called once, before any packet, with the encoders whose output follows.
     func start(video: Encoder, audio: Encoder) throws(PipelineError)
     /// One encoded packet; timestamps are in the encoder's time base. The packet is shared:
@@ -21,6 +24,7 @@ public protocol PacketSink: AnyObject {
 }
 
 extension PacketSink {
+    public var destinationId: String? { nil }
     public func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {}
     public func anchor(wallClockOriginMs: Int64) {}
 }

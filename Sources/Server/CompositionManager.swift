@@ -31,7 +31,6 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         var machine: CompositionStateMachine?
         var handle: (any PipelineHandle)?
         /// Sink name → destination ID (the s3 recording; the channel reports through `.channel`).
-        var sinkDestinations: [String: String] = [:]
         /// Destination reports that arrived before "Session Start"; replayed right after it.
         var earlyChannelEvents: [CompositionEvent] = []
         var endedAt: MediaTime?
@@ -261,45 +260,28 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             throw .serviceQuotaExceeded("concurrent compositions: the quota of \(configuration.quotas.concurrentCompositions) is reached")
         }
 
-        // Resolve every destination before creating anything.
-        var s3Plan: (index: Int, bucket: String, encoder: EncoderConfiguration, segment: Int)?
-        var channelPlan: (index: Int, entry: ServerConfiguration.ChannelEntry, encoder: EncoderConfiguration?)?
-        for (index, destination) in request.destinations.enumerated() {
-            let path = "destinations[\(index)]"
-            if let channel = destination.channel {
-                guard let channelARN = IVSARN(parsing: channel.channelArn, expecting: .channel), arnContext.owns(channelARN),
-                      let entry = configuration.channels.first(where: { $0.arn == channel.channelArn }) else {
-                    throw .resourceNotFound("\(path).channel.channelArn: channel \(channel.channelArn) not found")
-                }
-                let channelEncoder: EncoderConfiguration?
-                if let encoderArn = channel.encoderConfigurationArn {
-                    channelEncoder = try await encoderConfiguration(encoderArn, at: "\(path).channel.encoderConfigurationArn")
-                } else {
-                    channelEncoder = nil
-                }
-                // A channel belongs to the composition that asked for it until that composition ends.
-                let inUse = entries.values.contains { entry in
-                    !entry.isTerminal && entry.stored.composition.destinations.contains {
-                        $0.configuration.channel?.channelArn == channel.channelArn
-                    }
-                }
-                if inUse { throw .conflict("\(path).channel.channelArn: channel \(channel.channelArn) is already used by an active composition") }
-                channelPlan = (index, entry, channelEncoder)
-            }
-            if let s3 = destination.s3 {
-                guard let storageARN = IVSARN(parsing: s3.storageConfigurationArn, expecting: .storageConfiguration),
-                      arnContext.owns(storageARN), let storage = try await storageConfiguration(s3.storageConfigurationArn) else {
-                    throw .resourceNotFound("\(path).s3.storageConfigurationArn: storage configuration \(s3.storageConfigurationArn) not found")
-                }
-                guard let bucket = storage.s3?.bucketName, configuration.buckets[bucket] != nil else {
-                    throw .validation("\(path).s3.storageConfigurationArn: bucket \(storage.s3?.bucketName ?? "") is not configured on this server")
-                }
-                let encoder = try await encoderConfiguration(s3.encoderConfigurationArns[0], at: "\(path).s3.encoderConfigurationArns[0]")
-                let segment = s3.recordingConfiguration?.hlsConfiguration?.targetSegmentDurationSeconds
-                    ?? CompositionRecordingHlsConfiguration.defaultTargetSegmentDurationSeconds
-                s3Plan = (index, bucket, encoder, segment)
+        // Plan every destination before creating anything: what the request names is looked
+        // up here, the rules are CompositionPlanner's.
+        var lookups = CompositionPlanner.Lookups()
+        let named = CompositionPlanner.namedConfigurations(request)
+        for arn in named.encoders where lookups.encoders[arn] == nil {
+            do { lookups.encoders[arn] = try await store.encoderConfiguration(arn: arn) } catch {
+                throw .internalServer("encoder configuration store: \(error.message)")
             }
         }
+        for arn in named.storages where lookups.storages[arn] == nil {
+            lookups.storages[arn] = try await storageConfiguration(arn)
+        }
+        for entry in entries.values where !entry.isTerminal {
+            for destination in entry.stored.composition.destinations {
+                if let channel = destination.configuration.channel?.channelArn { lookups.channelsInUse.insert(channel) }
+            }
+        }
+        let compositionID = ResourceID.random()
+        let planner = CompositionPlanner(arnContext: arnContext, channels: configuration.channels,
+                                         bucketDirectories: configuration.buckets.mapValues { $0.directory })
+        let plan = try planner.plan(request, stageId: stageARN.resourceID, compositionId: compositionID.rawValue,
+                                    destinationIds: request.destinations.map { _ in ResourceID.random().rawValue }, lookups: lookups)
 
         // The stage's media. A recorded source's problems fail the composition (Session
         // Failure), not the call; a live stage starts with whoever publishes now.
@@ -330,34 +312,13 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         }
 
         // Create.
-        let compositionID = ResourceID.random()
         let arn = arnContext.arn(.composition, id: compositionID).description
         let now = clock.now()
         let timestamp = wallTimestamp()
-        var destinations: [Destination] = []
-        var recording: StoredRecording?
-        var sinkDestinations: [String: String] = [:]
-        for (index, configurationEntry) in request.destinations.enumerated() {
-            let destinationID = ResourceID.random().rawValue
-            var detail: DestinationDetail?
-            if let plan = s3Plan, plan.index == index {
-                let prefix = "\(stageARN.resourceID)/\(compositionID.rawValue)/\(destinationID)/composite"
-                detail = DestinationDetail(s3: S3Detail(recordingPrefix: prefix))
-                let video = (plan.encoder.video ?? Video()).withDefaults()
-                let encoderID = IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder"
-                let fps = Int(video.frameRate.rescale(1, to: Rational(1, 1)))
-                recording = StoredRecording(
-                    destinationId: destinationID, storageRoot: configuration.buckets[plan.bucket]?.directory ?? "",
-                    bucket: plan.bucket, prefix: prefix,
-                    renditionName: RecordingLayout.renditionName(height: video.height!, framesPerSecond: fps, encoderConfigurationId: encoderID),
-                    width: video.width!, height: video.height!, targetSegmentDurationSeconds: plan.segment)
-                sinkDestinations["s3 destination \(destinationID)"] = destinationID
-            }
-            destinations.append(Destination(id: destinationID, state: .starting, configuration: configurationEntry.withDefaults(),
-                                            detail: detail))
-        }
+        let destinations = plan.destinations
+        let recording = plan.recording?.stored
         let composition = Composition(arn: arn, stageArn: request.stageArn, state: .starting,
-                                      layout: request.layout ?? .defaultGrid, destinations: destinations,
+                                      layout: plan.layout, destinations: destinations,
                                       tags: request.tags ?? [:], startTime: timestamp)
         var entryLogger = logger
         entryLogger[metadataKey: "composition.id"] = "\(compositionID)"
@@ -365,7 +326,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                                               publisherCount: publishersAtStart, configuration: lifecycle)
         var entry = Entry(stored: StoredComposition(composition: composition, idempotencyToken: request.idempotencyToken,
                                                     recording: recording),
-                          machine: machine, sinkDestinations: sinkDestinations, publishers: publishersAtStart, logger: entryLogger)
+                          machine: machine, publishers: publishersAtStart, logger: entryLogger)
         // Persisted before anything runs: a composition the store cannot keep would be lost
         // (and its recording never finalized) after a restart, so the call fails instead.
         do {
@@ -383,28 +344,19 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             await apply(.sourceFailed(reason: sourceProblem), to: arn)
             return entries[arn]?.stored.composition ?? composition
         }
-        if s3Plan != nil || channelPlan != nil {
-            // One encoder feeds every destination: the recording's, else the channel's, else the defaults.
-            let video = (s3Plan?.encoder.video ?? channelPlan?.encoder?.video ?? Video()).withDefaults()
-            let recordingJob = s3Plan.flatMap { plan in
-                recording.map { [buckets] recording in
-                    PipelineJob.Recording(destinationId: recording.destinationId,
-                                          uploads: { logger in
-                                              buckets.uploads(bucket: plan.bucket, compositionArn: arn,
-                                                              destinationId: recording.destinationId, logger: logger)
-                                          },
-                                          encoderConfigurationId: IVSARN(parsing: plan.encoder.arn)?.resourceID ?? "encoder",
-                                          targetSegmentDurationSeconds: recording.targetSegmentDurationSeconds)
-                }
-            }
-            let channelJob = channelPlan.map { plan in
-                ChannelDestinationPlan(destinationId: destinations[plan.index].id,
-                                       configuration: Self.channelConfiguration(plan.entry))
+        if plan.recording != nil || plan.channel != nil {
+            let recordingJob = plan.recording.map { [buckets] recording in
+                PipelineJob.Recording(destinationId: recording.stored.destinationId,
+                                      uploads: { logger in
+                                          buckets.uploads(bucket: recording.bucket, compositionArn: arn,
+                                                          destinationId: recording.stored.destinationId, logger: logger)
+                                      },
+                                      encoderConfigurationId: recording.encoderConfigurationId,
+                                      targetSegmentDurationSeconds: recording.stored.targetSegmentDurationSeconds)
             }
             let job = PipelineJob(
-                compositionId: compositionID.rawValue, stageArn: request.stageArn, source: media,
-                encoder: EncoderSpec(width: video.width!, height: video.height!, frameRate: video.frameRate, bitrate: video.bitrate!),
-                layout: composition.layout, recording: recordingJob, channel: channelJob,
+                compositionId: compositionID.rawValue, stageArn: request.stageArn, source: media, encoder: plan.encoder,
+                layout: composition.layout, recording: recordingJob, channel: plan.channel,
                 preset: configuration.encoderPreset)
             let continuation = inboxContinuation
             entry.handle = launcher.launch(job, logger: entry.logger) { report in continuation.yield((arn, report)) }
@@ -471,16 +423,16 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             for event in early { await apply(event, to: arn) }
         case .channel(let id, let event):
             await handleChannel(event, destinationID: id, arn: arn)
-        case .session(.sinkActive(let name)):
-            guard let id = entry.sinkDestinations[name] else { break }
+        case .session(.sinkActive(_, let destinationId)):
+            guard let id = destinationId else { break }
             if entry.machine?.status == .starting {
                 // Before "Session Start" the lifecycle takes no destination output: replay it then.
                 entries[arn]?.earlyChannelEvents.append(.destinationOutput(destinationID: id))
             } else {
                 await apply(.destinationOutput(destinationID: id), to: arn)
             }
-        case .session(.sinkFailed(let name, let reason)):
-            if let id = entry.sinkDestinations[name] { await apply(.destinationFailed(destinationID: id, reason: reason), to: arn) }
+        case .session(.sinkFailed(_, let destinationId, let reason)):
+            if let id = destinationId { await apply(.destinationFailed(destinationID: id, reason: reason), to: arn) }
         case .session(.publishersChanged(let count, _)):
             entries[arn]?.publishers = count
             await apply(.publishersChanged(count: count), to: arn)
@@ -521,16 +473,6 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     }
 
     /// The RTMP push settings of a configured channel.
-    static func channelConfiguration(_ entry: ServerConfiguration.ChannelEntry) -> Destinations.ChannelDestinationConfiguration {
-        var ingest = entry.ingestEndpoint
-        while ingest.hasSuffix("/") { ingest.removeLast() }
-        let reconnect = entry.reconnect ?? ServerConfiguration.ChannelEntry.Reconnect()
-        let policy = ChannelReconnectPolicy(enabled: reconnect.maxRetries > 0, maxRetries: reconnect.maxRetries,
-                                            baseInterval: .microseconds(Int64(reconnect.baseIntervalSeconds * 1_000_000)))
-        return Destinations.ChannelDestinationConfiguration(ingestURL: ingest, streamKey: entry.streamKey, reconnect: policy,
-                                                            verifyCertificate: entry.verifyCertificate ?? true, caFile: entry.caFile)
-    }
-
     /// Sends `.tick` to every composition whose deadline has passed and forgets ended
     /// compositions whose retention ran out.
     func tick() async {
