@@ -60,6 +60,9 @@ public final class BucketService: Service, Sendable {
     }
 
     /// Where a new recording's objects go. Runs on the pipeline thread when it starts.
+    /// Spools whose uploader is to start: run() starts each as a child task.
+    private let (pendingUploaders, uploaders) = AsyncStream<ObjectSpool>.makeStream()
+
     public func uploads(bucket: String, compositionArn: String, destinationId: String, logger: Logger) -> any RecordingUploads {
         guard let storage = storages[bucket] else {
             return FailedUploads(reason: "bucket \(bucket) is not configured on this server")
@@ -71,7 +74,7 @@ public final class BucketService: Service, Sendable {
                 descriptor: .init(bucket: bucket, compositionArn: compositionArn, destinationId: destinationId),
                 storage: storage, limits: limits, logger: logger)
             spools.withLock { $0[destinationId] = spool }
-            spool.start()
+            uploaders.yield(spool)
             return SpooledUploads(spool: spool, drainTimeout: drainTimeout)
         } catch {
             return FailedUploads(reason: "\(error)")
@@ -97,7 +100,7 @@ public final class BucketService: Service, Sendable {
                     "spool.directory": "\(directory.path)", "composition.arn": "\(descriptor.compositionArn)",
                     "spool.objects": "\(status.objects)", "spool.bytes": "\(status.bytes)"])
                 spools.withLock { $0[descriptor.destinationId] = spool }
-                spool.start()
+                uploaders.yield(spool)
             } catch {
                 logger.error("spool cannot be resumed", metadata: ["spool.directory": "\(directory.path)", "error": "\(error)"])
             }
@@ -125,9 +128,19 @@ public final class BucketService: Service, Sendable {
         }
     }
 
+    /// Runs every spool's uploader as a child task (those resumed at start-up and each new
+    /// recording's), until graceful shutdown stops them; what is left stays on disk.
     public func run() async throws {
-        try? await gracefulShutdown()
-        await close()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await withDiscardingTaskGroup { uploads in
+                    for await spool in self.pendingUploaders { uploads.addTask { await spool.run() } }
+                }
+            }
+            try? await gracefulShutdown()
+            await close()
+            uploaders.finish()
+        }
     }
 
     /// Stops the uploaders (what is left stays on disk) and the HTTP client.

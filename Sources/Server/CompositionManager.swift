@@ -60,6 +60,9 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     let lifecycle: CompositionLifecycleConfiguration
     private let inbox: AsyncStream<(String, PipelineReport)>
     private let inboxContinuation: AsyncStream<(String, PipelineReport)>.Continuation
+    /// Background work run() runs as its children (see `run`).
+    private let pendingJobs: AsyncStream<@Sendable () async -> Void>
+    private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
 
     /// systemd: the watchdog is pinged and the status updated from the timer loop.
     private let notifier: SystemdNotifier?
@@ -94,6 +97,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             retention: .microseconds(Int64(l.retentionSeconds * 1_000_000)),
             // The channel sink retries by itself (channels[].reconnect); the lifecycle only records it.
             reconnectPolicy: .byDestination)
+        (pendingJobs, jobs) = AsyncStream.makeStream()
         (inbox, inboxContinuation) = AsyncStream.makeStream()
     }
 
@@ -107,9 +111,17 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                 for await (arn, report) in self.inbox { await self.handle(report, for: arn) }
             }
             group.addTask { await self.timerLoop() }
+            group.addTask {
+                // Work that outlives the call that started it (finalizing a crashed
+                // recording once its spool is uploaded) runs here, as a child of the service.
+                await withDiscardingTaskGroup { jobs in
+                    for await job in self.pendingJobs { jobs.addTask { await job() } }
+                }
+            }
             try? await gracefulShutdown()
             self.notifier?.stopping(status: "stopping: \(self.runningCount.compositions) compositions running")
             await self.shutdownAll()
+            self.jobs.finish()
             group.cancelAll()
         }
     }
@@ -158,7 +170,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         let stageArn = record.composition.stageArn
         logger.notice("recording is finalized once its spool is uploaded",
                       metadata: ["destination.id": "\(recording.destinationId)", "spool.objects": "\(spool?.status.objects ?? 0)"])
-        Task.detached {
+        jobs.yield {
             await spool?.finished()
             var attempts = 0
             while !Task.isCancelled {

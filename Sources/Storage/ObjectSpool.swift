@@ -237,9 +237,10 @@ public final class ObjectSpool: Sendable {
 
     // MARK: Uploading
 
-    /// Starts the uploader (once). It runs until the spool is finished or `stop()` is called.
-    public func start() {
-        Task.detached { [self] in await self.uploadLoop() }
+    /// The uploader: returns when the spool is finished or `stop()` is called. Run it once,
+    /// as a child task of whoever owns the spool (BucketService's run).
+    public func run() async {
+        await uploadLoop()
     }
 
     /// Stops uploading (daemon shutdown); what is left stays on disk for the next start.
@@ -293,12 +294,13 @@ public final class ObjectSpool: Sendable {
     private func uploadLoop() async {
         var failures = 0
         var wakeups = wakes.makeAsyncIterator()
-        while true {
+        // Cancelled (its owner is shutting down) counts as stopped: what is left stays on disk.
+        while !Task.isCancelled {
             switch next() {
             case .stop:
                 return
             case .idle:
-                _ = await wakeups.next()
+                guard await wakeups.next() != nil else { return }
             case .finish:
                 try? FileManager.default.removeItem(at: directory)
                 state.withLock { $0.finished = true }

@@ -55,7 +55,8 @@ final class FlakyBucket: ObjectStorage {
         let bucket = FlakyBucket()
         let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: fast,
                                            logger: Logger(label: "test"))
-        spool.start()
+        let uploader = Task { await spool.run() }
+        defer { uploader.cancel() }
         for n in 0..<5 { try spool.enqueue(Data("segment \(n)".utf8), key: "r/seg\(n).ts") }
         await eventually("everything stored") { spool.status.objects == 0 }
         #expect(bucket.accepted.withLock { $0 } == (0..<5).map { "r/seg\($0).ts" })
@@ -71,7 +72,8 @@ final class FlakyBucket: ObjectStorage {
         let bucket = FlakyBucket()
         let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: fast,
                                            logger: Logger(label: "test"))
-        spool.start()
+        let uploader = Task { await spool.run() }
+        defer { uploader.cancel() }
         bucket.down.store(true, ordering: .relaxed)
         var expectedSegments: [String] = []
         for n in 0..<20 {
@@ -100,7 +102,8 @@ final class FlakyBucket: ObjectStorage {
         let bucket = FlakyBucket()
         let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: fast,
                                            logger: Logger(label: "test"))
-        spool.start()
+        let uploader = Task { await spool.run() }
+        defer { uploader.cancel() }
         try spool.enqueue(Data("0".utf8), key: "r/seg0.ts")
         try spool.enqueue(Data("seg0".utf8), key: "r/playlist.m3u8")
         await eventually("first pair stored") { spool.status.objects == 0 }
@@ -120,7 +123,8 @@ final class FlakyBucket: ObjectStorage {
         let limits = ObjectSpool.Limits(maxBytes: 10_000, retryBase: .milliseconds(5), retryMax: .milliseconds(20))
         let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: limits,
                                            logger: Logger(label: "test"))
-        spool.start()
+        let uploader = Task { await spool.run() }
+        defer { uploader.cancel() }
         var refused: StorageError?
         for n in 0..<20 {
             do { try spool.enqueue(Data(repeating: 1, count: 1000), key: "r/seg\(n).ts") } catch {
@@ -143,7 +147,8 @@ final class FlakyBucket: ObjectStorage {
         bucket.denied.store(true, ordering: .relaxed)
         let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: fast,
                                            logger: Logger(label: "test"))
-        spool.start()
+        let uploader = Task { await spool.run() }
+        defer { uploader.cancel() }
         try spool.enqueue(Data("x".utf8), key: "r/seg0.ts")
         await eventually("failure reported") { spool.status.permanentFailure != nil }
         #expect(spool.status.permanentFailure?.contains("access denied") == true)
@@ -159,7 +164,8 @@ final class FlakyBucket: ObjectStorage {
         do {
             let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: fast,
                                                logger: Logger(label: "test"))
-            spool.start()
+            let uploader = Task { await spool.run() }
+            defer { uploader.cancel() }
             for n in 0..<4 { try spool.enqueue(Data("s\(n)".utf8), key: "r/seg\(n).ts") }
             try spool.enqueue(Data("p".utf8), key: "r/playlist.m3u8")
             spool.stop()  // as good as dead: nothing more is uploaded
@@ -172,7 +178,8 @@ final class FlakyBucket: ObjectStorage {
         #expect(resumed.status.closed, "its writer is gone")
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent(".0000000000000006.obj.tmp").path))
         bucket.down.store(false, ordering: .relaxed)
-        resumed.start()
+        let resumedUploader = Task { await resumed.run() }
+        defer { resumedUploader.cancel() }
         await resumed.finished()
         #expect(bucket.accepted.withLock { $0 } == ["r/seg0.ts", "r/seg1.ts", "r/seg2.ts", "r/seg3.ts", "r/playlist.m3u8"])
         #expect(!FileManager.default.fileExists(atPath: directory.path))
@@ -183,7 +190,8 @@ final class FlakyBucket: ObjectStorage {
         bucket.down.store(true, ordering: .relaxed)
         let spool = try ObjectSpool.create(directory: directory, descriptor: descriptor, storage: bucket, limits: fast,
                                            logger: Logger(label: "test"))
-        spool.start()
+        let uploader = Task { await spool.run() }
+        defer { uploader.cancel() }
         try spool.enqueue(Data("x".utf8), key: "r/seg0.ts")
         let started = ContinuousClock.now
         // Blocking calls run where production runs them: on a thread of their own (a pipeline
