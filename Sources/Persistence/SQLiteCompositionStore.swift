@@ -5,7 +5,7 @@ public import APIModels
 import Foundation
 import GRDB
 
-public final class SQLiteCompositionStore: CompositionStore {
+public final class SQLiteCompositionStore: DocumentRowStore {
     private let database: DatabaseQueue
 
     /// Opens (creating if needed) the database at `path` and migrates it to the latest schema.
@@ -114,6 +114,30 @@ public final class SQLiteCompositionStore: CompositionStore {
 
     // MARK: Generic rows
 
+    static func table(_ table: DocumentTable) -> Table {
+        switch table {
+        case .encoderConfiguration: .encoder
+        case .storageConfiguration: .storage
+        case .stage: .stage
+        case .composition: .composition
+        case .ingestConfiguration: .ingest
+        case .publicKey: .publicKey
+        }
+    }
+
+    public func putDocument<T: Encodable & Sendable>(_ value: T, arn: String, in table: DocumentTable) async throws(PersistenceError) {
+        try await put(value, arn: arn, in: Self.table(table))
+    }
+    public func document<T: Decodable & Sendable>(_ type: T.Type, arn: String, in table: DocumentTable) async throws(PersistenceError) -> T? {
+        try await get(type, arn: arn, in: Self.table(table))
+    }
+    public func documents<T: Decodable & Sendable>(_ type: T.Type, in table: DocumentTable) async throws(PersistenceError) -> [T] {
+        try await all(type, in: Self.table(table))
+    }
+    public func deleteDocument(arn: String, in table: DocumentTable) async throws(PersistenceError) -> Bool {
+        try await delete(arn: arn, in: Self.table(table))
+    }
+
     private func put<T: Encodable & Sendable>(_ value: T, arn: String, in table: Table,
                                               extra: [String: String?] = [:]) async throws(PersistenceError) {
         let document = try Self.encode(value)
@@ -166,61 +190,16 @@ public final class SQLiteCompositionStore: CompositionStore {
 
     // MARK: CompositionStore
 
-    public func putEncoderConfiguration(_ value: EncoderConfiguration) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .encoder)
-    }
-    public func encoderConfiguration(arn: String) async throws(PersistenceError) -> EncoderConfiguration? {
-        try await get(EncoderConfiguration.self, arn: arn, in: .encoder)
-    }
-    public func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration] {
-        try await all(EncoderConfiguration.self, in: .encoder)
-    }
-    public func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .encoder)
-    }
 
-    public func putStorageConfiguration(_ value: StorageConfiguration) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .storage)
-    }
-    public func storageConfiguration(arn: String) async throws(PersistenceError) -> StorageConfiguration? {
-        try await get(StorageConfiguration.self, arn: arn, in: .storage)
-    }
-    public func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration] {
-        try await all(StorageConfiguration.self, in: .storage)
-    }
-    public func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .storage)
-    }
 
-    public func putStage(_ value: StoredStage) async throws(PersistenceError) {
-        try await put(value, arn: value.stage.arn, in: .stage)
-    }
-    public func stage(arn: String) async throws(PersistenceError) -> StoredStage? {
-        try await get(StoredStage.self, arn: arn, in: .stage)
-    }
-    public func stages() async throws(PersistenceError) -> [StoredStage] {
-        try await all(StoredStage.self, in: .stage)
-    }
-    public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .stage)
-    }
 
     public func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError) {
         try await put(value, arn: value.arn, in: .ingest, extra: ["streamKey": value.configuration.streamKey])
-    }
-    public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
-        try await get(StoredIngestConfiguration.self, arn: arn, in: .ingest)
     }
     public func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
         try await documents(StoredIngestConfiguration.self,
                             "SELECT document FROM \(Table.ingest.rawValue) WHERE streamKey = ? ORDER BY arn LIMIT 1",
                             [streamKey]).first
-    }
-    public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
-        try await all(StoredIngestConfiguration.self, in: .ingest)
-    }
-    public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .ingest)
     }
 
     public func putStageSession(_ value: StoredStageSession) async throws(PersistenceError) {
@@ -292,18 +271,6 @@ public final class SQLiteCompositionStore: CompositionStore {
         }
     }
 
-    public func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .publicKey)
-    }
-    public func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey? {
-        try await get(StoredPublicKey.self, arn: arn, in: .publicKey)
-    }
-    public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
-        try await all(StoredPublicKey.self, in: .publicKey)
-    }
-    public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .publicKey)
-    }
 
     private func documents<T: Decodable & Sendable>(_ type: T.Type, _ sql: String, _ arguments: StatementArguments)
         async throws(PersistenceError) -> [T] {
@@ -317,14 +284,5 @@ public final class SQLiteCompositionStore: CompositionStore {
         try await put(value, arn: value.arn, in: .composition,
                       extra: ["stageArn": value.composition.stageArn, "state": value.composition.state.rawValue,
                               "idempotencyToken": value.idempotencyToken])
-    }
-    public func composition(arn: String) async throws(PersistenceError) -> StoredComposition? {
-        try await get(StoredComposition.self, arn: arn, in: .composition)
-    }
-    public func compositions() async throws(PersistenceError) -> [StoredComposition] {
-        try await all(StoredComposition.self, in: .composition)
-    }
-    public func deleteComposition(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .composition)
     }
 }

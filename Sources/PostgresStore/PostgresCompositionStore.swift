@@ -8,7 +8,7 @@ import Logging
 public import Persistence
 public import PostgresNIO
 
-public final class PostgresCompositionStore: CompositionStore {
+public final class PostgresCompositionStore: DocumentRowStore {
     let client: PostgresClient
     let logger: Logger
     private let callTimeout: Duration
@@ -52,13 +52,15 @@ public final class PostgresCompositionStore: CompositionStore {
         try await strings("SELECT version FROM schema_migration ORDER BY version")
     }
 
-    enum Table: String {
-        case encoder = "encoder_configuration"
-        case storage = "storage_configuration"
-        case stage
-        case composition
-        case ingest = "ingest_configuration"
-        case publicKey = "public_key"
+    static func name(of table: DocumentTable) -> String {
+        switch table {
+        case .encoderConfiguration: "encoder_configuration"
+        case .storageConfiguration: "storage_configuration"
+        case .stage: "stage"
+        case .composition: "composition"
+        case .ingestConfiguration: "ingest_configuration"
+        case .publicKey: "public_key"
+        }
     }
 
     // MARK: Plumbing
@@ -134,67 +136,31 @@ public final class PostgresCompositionStore: CompositionStore {
         return values
     }
 
-    private func put<T: Encodable & Sendable>(_ value: T, arn: String, in table: Table) async throws(PersistenceError) {
+    public func putDocument<T: Encodable & Sendable>(_ value: T, arn: String, in table: DocumentTable) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value)
         try await execute("""
-            INSERT INTO \(unescaped: table.rawValue) (arn, document) VALUES (\(arn), \(document))
+            INSERT INTO \(unescaped: Self.name(of: table)) (arn, document) VALUES (\(arn), \(document))
             ON CONFLICT (arn) DO UPDATE SET document = EXCLUDED.document
             """)
     }
 
-    private func get<T: Decodable & Sendable>(_ type: T.Type, arn: String, in table: Table) async throws(PersistenceError) -> T? {
-        try await documents(type, "SELECT document FROM \(unescaped: table.rawValue) WHERE arn = \(arn)").first
+    public func document<T: Decodable & Sendable>(_ type: T.Type, arn: String, in table: DocumentTable) async throws(PersistenceError) -> T? {
+        try await documents(type, "SELECT document FROM \(unescaped: Self.name(of: table)) WHERE arn = \(arn)").first
     }
 
-    private func all<T: Decodable & Sendable>(_ type: T.Type, in table: Table) async throws(PersistenceError) -> [T] {
+    public func documents<T: Decodable & Sendable>(_ type: T.Type, in table: DocumentTable) async throws(PersistenceError) -> [T] {
         // COLLATE "C": byte order, as SQLite sorts, whatever the database's locale.
-        try await documents(type, "SELECT document FROM \(unescaped: table.rawValue) ORDER BY arn COLLATE \"C\"")
+        try await documents(type, "SELECT document FROM \(unescaped: Self.name(of: table)) ORDER BY arn COLLATE \"C\"")
     }
 
-    private func delete(arn: String, in table: Table) async throws(PersistenceError) -> Bool {
-        try await changes("DELETE FROM \(unescaped: table.rawValue) WHERE arn = \(arn) RETURNING 1") > 0
+    public func deleteDocument(arn: String, in table: DocumentTable) async throws(PersistenceError) -> Bool {
+        try await changes("DELETE FROM \(unescaped: Self.name(of: table)) WHERE arn = \(arn) RETURNING 1") > 0
     }
 
     // MARK: CompositionStore
 
-    public func putEncoderConfiguration(_ value: EncoderConfiguration) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .encoder)
-    }
-    public func encoderConfiguration(arn: String) async throws(PersistenceError) -> EncoderConfiguration? {
-        try await get(EncoderConfiguration.self, arn: arn, in: .encoder)
-    }
-    public func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration] {
-        try await all(EncoderConfiguration.self, in: .encoder)
-    }
-    public func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .encoder)
-    }
 
-    public func putStorageConfiguration(_ value: StorageConfiguration) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .storage)
-    }
-    public func storageConfiguration(arn: String) async throws(PersistenceError) -> StorageConfiguration? {
-        try await get(StorageConfiguration.self, arn: arn, in: .storage)
-    }
-    public func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration] {
-        try await all(StorageConfiguration.self, in: .storage)
-    }
-    public func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .storage)
-    }
 
-    public func putStage(_ value: StoredStage) async throws(PersistenceError) {
-        try await put(value, arn: value.stage.arn, in: .stage)
-    }
-    public func stage(arn: String) async throws(PersistenceError) -> StoredStage? {
-        try await get(StoredStage.self, arn: arn, in: .stage)
-    }
-    public func stages() async throws(PersistenceError) -> [StoredStage] {
-        try await all(StoredStage.self, in: .stage)
-    }
-    public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .stage)
-    }
 
     public func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value)
@@ -203,19 +169,10 @@ public final class PostgresCompositionStore: CompositionStore {
             ON CONFLICT (arn) DO UPDATE SET stream_key = EXCLUDED.stream_key, document = EXCLUDED.document
             """)
     }
-    public func ingestConfiguration(arn: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
-        try await get(StoredIngestConfiguration.self, arn: arn, in: .ingest)
-    }
     public func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration? {
         try await documents(StoredIngestConfiguration.self, """
             SELECT document FROM ingest_configuration WHERE stream_key = \(streamKey) ORDER BY arn COLLATE "C" LIMIT 1
             """).first
-    }
-    public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
-        try await all(StoredIngestConfiguration.self, in: .ingest)
-    }
-    public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .ingest)
     }
 
     public func putStageSession(_ value: StoredStageSession) async throws(PersistenceError) {
@@ -290,18 +247,6 @@ public final class PostgresCompositionStore: CompositionStore {
         }
     }
 
-    public func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError) {
-        try await put(value, arn: value.arn, in: .publicKey)
-    }
-    public func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey? {
-        try await get(StoredPublicKey.self, arn: arn, in: .publicKey)
-    }
-    public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
-        try await all(StoredPublicKey.self, in: .publicKey)
-    }
-    public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .publicKey)
-    }
 
     public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value)
@@ -311,14 +256,5 @@ public final class PostgresCompositionStore: CompositionStore {
             ON CONFLICT (arn) DO UPDATE SET stage_arn = EXCLUDED.stage_arn, state = EXCLUDED.state,
               idempotency_token = EXCLUDED.idempotency_token, document = EXCLUDED.document
             """)
-    }
-    public func composition(arn: String) async throws(PersistenceError) -> StoredComposition? {
-        try await get(StoredComposition.self, arn: arn, in: .composition)
-    }
-    public func compositions() async throws(PersistenceError) -> [StoredComposition] {
-        try await all(StoredComposition.self, in: .composition)
-    }
-    public func deleteComposition(arn: String) async throws(PersistenceError) -> Bool {
-        try await delete(arn: arn, in: .composition)
     }
 }
