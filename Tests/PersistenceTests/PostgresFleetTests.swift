@@ -45,7 +45,7 @@ import TestSupport
     @Test("an expired lease is not renewed, and concurrent reapers each get a lost node exactly once, with its stages")
     func reaping() async throws {
         let url = try PostgresStores.freshURL()
-        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { store in
+        try await PostgresCompositionStore.withStore(url: url, callTimeout: PostgresStores.callTimeout, logger: PostgresStores.logger) { store in
             let alive = try await store.register(Self.node("alive"), ttlMs: Self.long)
             var placed: [String: [String]] = [:]
             for id in ["dead1", "dead2"] {
@@ -63,7 +63,7 @@ import TestSupport
             let reaped = try await withThrowingTaskGroup(of: [LostNode].self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { other in
+                        try await PostgresCompositionStore.withStore(url: url, callTimeout: PostgresStores.callTimeout, logger: PostgresStores.logger) { other in
                             try await other.reapExpired()
                         }
                     }
@@ -116,7 +116,7 @@ import TestSupport
     @Test("placements racing from many connections never overbook a node")
     func concurrentPlacement() async throws {
         let url = try PostgresStores.freshURL()
-        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { store in
+        try await PostgresCompositionStore.withStore(url: url, callTimeout: PostgresStores.callTimeout, logger: PostgresStores.logger) { store in
             for id in ["a", "b", "c"] { _ = try await store.register(Self.node(id, capacity: 1_000), ttlMs: Self.long) }
             let results = try await withThrowingTaskGroup(of: PlacementResult.self) { group in
                 for stage in 0..<60 {

@@ -13,6 +13,12 @@ enum PostgresStores {
         return logger
     }
 
+    /// The tests check what the store does, not how fast: the whole suite runs its tests in
+    /// parallel on two cores, where calls waited over 10 s for a thread (a fresh-clone run,
+    /// 2026-11-26) and these suites took up to 95 s. The bound only stops a hang; the timeout
+    /// test itself uses 2 s.
+    static let callTimeout: Duration = .seconds(600)
+
     /// A fresh database's URL on the shared server.
     static func freshURL() throws -> PostgresDatabaseURL {
         let text = try PostgresTestServer.shared().database()
@@ -21,6 +27,6 @@ enum PostgresStores {
 
     /// Runs `body` with a migrated store on a fresh database.
     static func with<Result: Sendable>(_ body: (PostgresCompositionStore) async throws -> Result) async throws -> Result {
-        try await PostgresCompositionStore.withStore(url: try freshURL(), logger: logger, body)
+        try await PostgresCompositionStore.withStore(url: try freshURL(), callTimeout: callTimeout, logger: logger, body)
     }
 }

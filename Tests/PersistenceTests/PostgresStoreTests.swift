@@ -60,7 +60,7 @@ import TestSupport
         let versions = try await withThrowingTaskGroup(of: [String].self) { group in
             for _ in 0..<4 {
                 group.addTask {
-                    try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { store in
+                    try await PostgresCompositionStore.withStore(url: url, callTimeout: PostgresStores.callTimeout, logger: PostgresStores.logger) { store in
                         try await store.appliedMigrations()
                     }
                 }
@@ -82,7 +82,7 @@ import TestSupport
         let url = try PostgresDatabaseURL.parse(try server.database()).get()
         let stage = StoredStage(stage: Stage(arn: "arn:aws:ivs:us-east-1:123456789012:stage/RRRRRRRRRRRR", name: "r", tags: [:]),
                                 sourcePath: "")
-        try await PostgresCompositionStore.withStore(url: url, logger: PostgresStores.logger) { store in
+        try await PostgresCompositionStore.withStore(url: url, callTimeout: PostgresStores.callTimeout, logger: PostgresStores.logger) { store in
             try await store.putStage(stage)
             try server.restart()
             // The pool's connection died with the server: the next call may fail once, and a
@@ -103,15 +103,17 @@ import TestSupport
         }
     }
 
-    @Test("a server that is not there is a clear error within the call timeout, not a hang")
+    @Test("a server that is not there is a clear error when the call timeout runs out, not a hang")
     func unreachable() async throws {
         let port = try PostgresTestServer.freePort()
         let url = try PostgresDatabaseURL.parse("postgres://nobody@127.0.0.1:\(port)/none?sslmode=disable").get()
-        let started = ContinuousClock.now
-        await #expect(throws: PersistenceError.self) {
+        // The error says the 2 s timeout ended the call (without it, postgres-nio's pool kept
+        // retrying the connection for over a minute); when it comes depends on the machine.
+        do {
             try await PostgresCompositionStore.withStore(url: url, callTimeout: .seconds(2), logger: PostgresStores.logger) { _ in }
+            Issue.record("an unreachable server was used")
+        } catch let error as PersistenceError {
+            #expect(error.message.contains("no answer within 2"), "\(error.message)")
         }
-        // The call gives up after 2 s; the margin is for a loaded machine.
-        #expect(ContinuousClock.now - started < .seconds(20))
     }
 }
