@@ -922,34 +922,39 @@ def test_postgres_one_node_lease_and_fencing(d):
     other_dir = os.path.join(d.workdir, "b")
     os.makedirs(other_dir)
     b = Daemon(d.binary, other_dir, extra={"database": dict(url=url, nodeId="node-b", **lease)})
-    b.stderr = open(b.stderr_path, "a")
-    refused = subprocess.run([b.binary, "serve", "--config", b.config_path], capture_output=True, text=True, timeout=60)
-    check(refused.returncode != 0 and "another daemon uses this database: node node-a" in refused.stderr,
-          f"a second node is refused: {refused.returncode} {refused.stderr[-2000:]}")
-    d.process.send_signal(signal.SIGSTOP)
     try:
-        time.sleep(4.5)                                    # past the 3 s lease
-        b.start()
+        b.stderr = open(b.stderr_path, "a")
+        refused = subprocess.run([b.binary, "serve", "--config", b.config_path], capture_output=True, text=True, timeout=60)
+        check(refused.returncode != 0 and "another daemon uses this database: node node-a" in refused.stderr,
+              f"a second node is refused: {refused.returncode} {refused.stderr[-2000:]}")
+        d.process.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(4.5)                                    # past the 3 s lease
+            b.start()
+        finally:
+            d.process.send_signal(signal.SIGCONT)
+        started = time.time()
+        try:
+            d.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"the stopped node did not fence itself within 15 s of SIGCONT:\n{d.log()}")
+        print(f"fenced and exited {time.time() - started:.2f} s after SIGCONT, status {d.process.returncode}")
+        check(d.process.returncode != 0, "a fenced node exits with a failure status")
+        check("fenced itself" in d.log(), f"the fenced node says so:\n{d.log()}")
+        deadline = time.time() + 15
+        while time.time() < deadline and "node-a" in nodes(b.config_path):
+            time.sleep(0.5)
+        listed = nodes(b.config_path)
+        print(listed)
+        check("node-a" not in listed and "node-b" in listed, f"node-b reaped node-a:\n{listed}\n{b.log()}")
+        check("reaped a node whose lease ran out" in b.log(), f"node-b logs the reaping:\n{b.log()}")
+        check(b.stop() == 0, f"node-b stops cleanly:\n{b.log()}")
+        listed = nodes(b.config_path)
+        check("no nodes registered" in listed, f"node-b deregistered:\n{listed}")
     finally:
-        d.process.send_signal(signal.SIGCONT)
-    started = time.time()
-    try:
-        d.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        raise Failure(f"the stopped node did not fence itself within 15 s of SIGCONT:\n{d.log()}")
-    print(f"fenced and exited {time.time() - started:.2f} s after SIGCONT, status {d.process.returncode}")
-    check(d.process.returncode != 0, "a fenced node exits with a failure status")
-    check("fenced itself" in d.log(), f"the fenced node says so:\n{d.log()}")
-    deadline = time.time() + 15
-    while time.time() < deadline and "node-a" in nodes(b.config_path):
-        time.sleep(0.5)
-    listed = nodes(b.config_path)
-    print(listed)
-    check("node-a" not in listed and "node-b" in listed, f"node-b reaped node-a:\n{listed}\n{b.log()}")
-    check("reaped a node whose lease ran out" in b.log(), f"node-b logs the reaping:\n{b.log()}")
-    check(b.stop() == 0, f"node-b stops cleanly:\n{b.log()}")
-    listed = nodes(b.config_path)
-    check("no nodes registered" in listed, f"node-b deregistered:\n{listed}")
+        if b.process and b.process.poll() is None:   # a failure leaves no second daemon behind
+            b.process.kill()
+            b.process.wait()
 
 
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
