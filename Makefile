@@ -31,7 +31,7 @@ live-demo: release
 ## The whole test suite (unit, end-to-end with ffprobe/ffmpeg, daemon, RTMP).
 test: test-deps
 	$(SWIFT) build
-	$(SWIFT) test
+	@SWIFT=$(SWIFT) scripts/run-tests.sh
 
 ## Benchmark against an equivalent ffmpeg command line (release build).
 bench: release

@@ -60,7 +60,11 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     private init() throws {
         binaries = try Self.findBinaries()
-        directory = NSTemporaryDirectory() + "stage-compositor-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // Under /tmp, not $TMPDIR: the server's socket lives in this directory, and a socket path
+        // longer than 107 bytes is refused; run as `postgres`, the server must also be able to reach
+        // it, which a private $TMPDIR (under root's home, say) does not allow.
+        let base = FileManager.default.isWritableFile(atPath: "/tmp") ? "/tmp/" : NSTemporaryDirectory()
+        directory = base + "stage-compositor-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if getuid() == 0 {
             guard let user = getpwnam("postgres") else {

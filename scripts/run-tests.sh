@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make test`'s test run: swift test, with its whole output kept in a log and, when it fails,
+# the failures repeated at the end, where a CI page that shows only the tail will show them.
+set -uo pipefail
+swift=${SWIFT:-swift}
+log=$(mktemp "${TMPDIR:-/tmp}/stage-compositor-test-XXXXXX.log")
+"$swift" test "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+if ((status != 0)); then
+  echo
+  echo "==== swift test failed (exit $status). What failed (the whole output is in $log):"
+  grep -E -n "error:|' failed|✘|Fatal error|fatal error|Exited with|Segmentation|Illegal instruction|Traceback|AssertionError|FAIL" "$log" \
+    | grep -v "error destinations-tests\|\[Destinations\]" | tail -n 80
+fi
+exit "$status"
