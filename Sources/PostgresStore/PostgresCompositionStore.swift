@@ -7,11 +7,16 @@ import Foundation
 import Logging
 public import Persistence
 public import PostgresNIO
+import Synchronization
 
 public final class PostgresCompositionStore: DocumentRowStore {
     let client: PostgresClient
     let logger: Logger
     private let callTimeout: Duration
+    /// Set once this daemon is a node of a fleet: every write of a stage's state (its
+    /// compositions, sessions, participants and their events) then commits only while this
+    /// incarnation's lease is valid on the database's clock and no other node holds the stage.
+    private let writer = Mutex<(nodeId: String, incarnation: Int64)?>(nil)
 
     /// A store on `client`, which must be running (`PostgresClient.run()`, a Service) before
     /// the first call. Call `migrate()` once before anything else.
@@ -60,6 +65,46 @@ public final class PostgresCompositionStore: DocumentRowStore {
         case .composition: "composition"
         case .ingestConfiguration: "ingest_configuration"
         case .publicKey: "public_key"
+        }
+    }
+
+    /// Fences this store's writes of stage state to the node's incarnation (see `writer`).
+    public func fenceWrites(nodeId: String, incarnation: Int64) {
+        writer.withLock { $0 = (nodeId, incarnation) }
+    }
+
+    /// Runs `query`, a write of `stageArn`'s state, fenced when this store belongs to a node:
+    /// in one transaction with a check that holds the node's row (FOR SHARE: a reaper deleting
+    /// it waits for this write, or this write sees the row gone).
+    private func stageWrite(stageArn: String, _ query: PostgresQuery) async throws(PersistenceError) {
+        guard let identity = writer.withLock({ $0 }) else {
+            try await execute(query)
+            return
+        }
+        let (nodeId, incarnation) = identity
+        let written = try await transaction { connection in
+            let rows = try await connection.query("""
+                SELECT n.lease_expires_at > now(),
+                       (SELECT p.node_id || ' (incarnation ' || p.incarnation || ')' FROM stage_placement p
+                        WHERE p.stage_arn = \(stageArn) AND NOT (p.node_id = \(nodeId) AND p.incarnation = \(incarnation)))
+                FROM node n WHERE n.node_id = \(nodeId) AND n.incarnation = \(incarnation) FOR SHARE OF n
+                """, logger: self.logger)
+            var verdict = "this node's lease is gone (reaped, or registered again)"
+            for try await (live, holder) in rows.decode((Bool, String?).self) {
+                if !live {
+                    verdict = "this node's lease has expired"
+                } else if let holder {
+                    verdict = "stage \(stageArn) is held by node \(holder)"
+                } else {
+                    verdict = ""
+                }
+            }
+            guard verdict.isEmpty else { return verdict }
+            try await connection.query(query, logger: self.logger)
+            return ""
+        }
+        guard written.isEmpty else {
+            throw PersistenceError("fenced: node \(nodeId) (incarnation \(incarnation)) may not write: \(written)")
         }
     }
 
@@ -180,7 +225,7 @@ public final class PostgresCompositionStore: DocumentRowStore {
         let sessionId = value.session.sessionId ?? ""
         let start = value.session.startTime?.secondsSince1970 ?? 0
         let end = value.session.endTime?.secondsSince1970
-        try await execute("""
+        try await stageWrite(stageArn: value.stageArn, """
             INSERT INTO stage_session (stage_arn, session_id, start_time, end_time, document)
             VALUES (\(value.stageArn), \(sessionId), \(start), \(end), \(document))
             ON CONFLICT (stage_arn, session_id) DO UPDATE
@@ -205,7 +250,7 @@ public final class PostgresCompositionStore: DocumentRowStore {
         let document = try StoredDocument.encode(value)
         let participantId = value.participant.participantId ?? ""
         // join_order is a sequence: a participant keeps its place when it is updated.
-        try await execute("""
+        try await stageWrite(stageArn: value.stageArn, """
             INSERT INTO participant (stage_arn, session_id, participant_id, document)
             VALUES (\(value.stageArn), \(value.sessionId), \(participantId), \(document))
             ON CONFLICT (stage_arn, session_id, participant_id) DO UPDATE SET document = EXCLUDED.document
@@ -224,7 +269,7 @@ public final class PostgresCompositionStore: DocumentRowStore {
     }
     public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value.event)
-        try await execute("""
+        try await stageWrite(stageArn: value.stageArn, """
             INSERT INTO participant_event (stage_arn, session_id, participant_id, document)
             VALUES (\(value.stageArn), \(value.sessionId), \(value.participantId), \(document))
             """)
@@ -250,7 +295,7 @@ public final class PostgresCompositionStore: DocumentRowStore {
 
     public func putComposition(_ value: StoredComposition) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value)
-        try await execute("""
+        try await stageWrite(stageArn: value.composition.stageArn, """
             INSERT INTO composition (arn, stage_arn, state, idempotency_token, document)
             VALUES (\(value.arn), \(value.composition.stageArn), \(value.composition.state.rawValue), \(value.idempotencyToken), \(document))
             ON CONFLICT (arn) DO UPDATE SET stage_arn = EXCLUDED.stage_arn, state = EXCLUDED.state,

@@ -157,9 +157,12 @@ extension PostgresCompositionStore {
         return stages.sorted()
     }
 
-    /// The stage's placement: where it already is, or the live, undrained node with the most
-    /// free capacity for `costMillicores` (ties: the node id), reserved in this transaction.
-    public func place(stageArn: String, costMillicores: Int) async throws(PersistenceError) -> PlacementResult {
+    /// The stage's placement: where it already is, or else `preferring` when that node is live,
+    /// undrained and has room (a publisher's stage lands where the publisher connected), or
+    /// else the live, undrained node with the most free capacity for `costMillicores` (ties:
+    /// the node id), reserved in this transaction.
+    public func place(stageArn: String, costMillicores: Int, preferring: String? = nil) async throws(PersistenceError)
+        -> PlacementResult {
         try await transaction { connection in
             // Every live node row locked: placements are serialized, so none overbooks.
             let live = try await connection.query("""
@@ -182,7 +185,8 @@ extension PostgresCompositionStore {
                 if nodes.contains(where: { $0.id == nodeId && $0.incarnation == incarnation }) { reserved[nodeId, default: 0] &+= sum }
             }
             let free = nodes.map { node in (node, Int64(node.capacity) - (reserved[node.id] ?? 0)) }
-            guard let best = free.max(by: { ($0.1, $1.0.id) < ($1.1, $0.0.id) }), best.1 >= Int64(costMillicores) else {
+            let preferred = free.first { $0.0.id == preferring && $0.1 >= Int64(costMillicores) }
+            guard let best = preferred ?? free.max(by: { ($0.1, $1.0.id) < ($1.1, $0.0.id) }), best.1 >= Int64(costMillicores) else {
                 let most = free.map(\.1).max().map { "\(max($0, 0)) millicores free at most" } ?? "no live node accepts placements"
                 return .refused(reason: "no node has capacity for this stage: it needs \(costMillicores) millicores, \(most) "
                                 + "(\(nodes.count) live, undrained node\(nodes.count == 1 ? "" : "s"))")
@@ -193,6 +197,85 @@ extension PostgresCompositionStore {
                 """, logger: self.logger)
             return .placed(StagePlacement(stageArn: stageArn, nodeId: best.0.id, incarnation: best.0.incarnation,
                                           costMillicores: costMillicores))
+        }
+    }
+
+    /// Where the stage is placed now, with the node holding it (nil: nowhere, or on a node
+    /// whose row is gone).
+    public func placement(stageArn: String) async throws(PersistenceError) -> (StagePlacement, FleetNodeStatus)? {
+        try await run {
+            let rows = try await self.client.query("""
+                SELECT p.node_id, p.incarnation, p.cost_millicores, n.internal_url, n.api_url, n.rtmp_url, n.whip_url,
+                       n.capacity_millicores, n.draining, n.lease_expires_at > now(),
+                       (extract(epoch FROM n.lease_expires_at - now()) * 1000)::bigint
+                FROM stage_placement p JOIN node n ON n.node_id = p.node_id AND n.incarnation = p.incarnation
+                WHERE p.stage_arn = \(stageArn)
+                """, logger: self.logger)
+            for try await (nodeId, incarnation, cost, internalURL, apiURL, rtmpURL, whipURL, capacity, draining, live, remaining)
+                in rows.decode((String, Int64, Int, String, String, String?, String?, Int, Bool, Bool, Int64).self) {
+                let node = FleetNodeStatus(
+                    registration: FleetNodeRegistration(nodeId: nodeId, internalURL: internalURL, apiURL: apiURL, rtmpURL: rtmpURL,
+                                                        whipURL: whipURL, capacityMillicores: capacity),
+                    incarnation: incarnation, draining: draining, live: live, leaseRemainingMs: remaining,
+                    reservedMillicores: cost, stages: [stageArn])
+                return (StagePlacement(stageArn: stageArn, nodeId: nodeId, incarnation: incarnation, costMillicores: cost), node)
+            }
+            return nil
+        }
+    }
+
+    /// Sets what the stage's placement reserves on the node that holds it. A rise is refused
+    /// (false, nothing changed) when the node's other placements leave too little room, and
+    /// so is any change by an incarnation that no longer holds the stage.
+    public func setPlacementCost(stageArn: String, nodeId: String, incarnation: Int64, costMillicores: Int) async throws(PersistenceError)
+        -> Bool {
+        try await transaction { connection in
+            let nodeRows = try await connection.query("""
+                SELECT capacity_millicores FROM node WHERE node_id = \(nodeId) AND incarnation = \(incarnation) FOR UPDATE
+                """, logger: self.logger)
+            var capacity: Int?
+            for try await value in nodeRows.decode(Int.self) { capacity = value }
+            guard let capacity else { return false }
+            let others = try await connection.query("""
+                SELECT COALESCE(sum(cost_millicores), 0)::bigint FROM stage_placement
+                WHERE node_id = \(nodeId) AND incarnation = \(incarnation) AND stage_arn <> \(stageArn)
+                """, logger: self.logger)
+            var reserved: Int64 = 0
+            for try await value in others.decode(Int64.self) { reserved = value }
+            let current = try await connection.query("""
+                SELECT cost_millicores FROM stage_placement
+                WHERE stage_arn = \(stageArn) AND node_id = \(nodeId) AND incarnation = \(incarnation) FOR UPDATE
+                """, logger: self.logger)
+            var held: Int?
+            for try await value in current.decode(Int.self) { held = value }
+            guard let held else { return false }
+            if costMillicores > held && reserved &+ Int64(costMillicores) > Int64(capacity) { return false }
+            try await connection.query("""
+                UPDATE stage_placement SET cost_millicores = \(costMillicores) WHERE stage_arn = \(stageArn)
+                """, logger: self.logger)
+            return true
+        }
+    }
+
+    /// Publishes this node's participant-token public key, so every node verifies the
+    /// tokens any node issued (keys stay after their node is gone: its tokens still verify).
+    public func putTokenKey(arn: String, publicKeyPEM: String) async throws(PersistenceError) {
+        _ = try await run {
+            try await self.client.query("""
+                INSERT INTO fleet_token_key (arn, public_key_pem) VALUES (\(arn), \(publicKeyPEM))
+                ON CONFLICT (arn) DO UPDATE SET public_key_pem = EXCLUDED.public_key_pem
+                """, logger: self.logger)
+            return true
+        }
+    }
+
+    /// Every node's token public key, by ARN.
+    public func tokenKeys() async throws(PersistenceError) -> [String: String] {
+        try await run {
+            var keys: [String: String] = [:]
+            let rows = try await self.client.query("SELECT arn, public_key_pem FROM fleet_token_key", logger: self.logger)
+            for try await (arn, pem) in rows.decode((String, String).self) { keys[arn] = pem }
+            return keys
         }
     }
 

@@ -54,5 +54,9 @@ enum PostgresMigrations {
             """,
             "CREATE INDEX stage_placement_by_node ON stage_placement (node_id, incarnation)",
         ]),
+        // Every node's participant-token public key: a token one node issued verifies on all.
+        Migration(version: "0003-fleet-token-keys", statements: [
+            "CREATE TABLE fleet_token_key (arn text PRIMARY KEY, public_key_pem text NOT NULL)",
+        ]),
     ]
 }

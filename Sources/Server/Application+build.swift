@@ -23,6 +23,7 @@ import WebRTCSecurity
 import WebRTCSignal
 import NIOSSL
 import NIOCore
+import Auth
 public import ServiceLifecycle
 
 /// Swappable parts; the defaults are the daemon's.
@@ -77,23 +78,40 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
     dependencies.logger.info("state store: PostgreSQL", metadata: ["url": "\(url)"])
     try await PostgresCompositionStore.withStore(url: url, callTimeout: timeout, logger: dependencies.logger) { store in
         let listen = configuration.listen
-        let api = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)"
-        let rtmp = configuration.ingest.rtmp.enabled ? "rtmp://\(listen.host):\(configuration.ingest.rtmp.port)/app" : nil
+        let fleet = configuration.database.fleet
+        let local = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)"
+        let internalURL = fleet?.internalURL ?? local
+        let advertised = fleet?.advertisedURL ?? internalURL
+        let rtmpHost = configuration.ingest.publicHost ?? URL(string: advertised)?.host ?? listen.host
+        let rtmp = configuration.ingest.rtmp.enabled ? "rtmp://\(rtmpHost):\(configuration.ingest.rtmp.port)/app" : nil
         let registration = FleetNodeRegistration(
-            nodeId: configuration.database.resolvedNodeId, internalURL: api, apiURL: api, rtmpURL: rtmp,
-            whipURL: configuration.ingest.whip.enabled ? api + "/whip" : nil,
-            capacityMillicores: ProcessInfo.processInfo.activeProcessorCount &* 1000)
+            nodeId: configuration.database.resolvedNodeId, internalURL: internalURL, apiURL: advertised, rtmpURL: rtmp,
+            whipURL: configuration.ingest.whip.enabled ? advertised + "/whip" : nil,
+            capacityMillicores: fleet?.capacityMillicores ?? ProcessInfo.processInfo.activeProcessorCount &* 1000)
         let member = try await FleetMember.join(store: store, registration: registration,
-                                                settings: configuration.database.leaseSettings, logger: dependencies.logger)
+                                                settings: configuration.database.leaseSettings, fleet: fleet != nil,
+                                                logger: dependencies.logger)
+        let context = fleet.map { fleet in
+            FleetContext(member: member, ownership: FleetOwnership(
+                store: store, nodeId: registration.nodeId, incarnation: member.incarnation, secret: fleet.secret,
+                httpClient: HTTPClient.shared, logger: dependencies.logger))
+        }
         try await buildApplication(configuration: configuration, dependencies: dependencies, store: store,
-                                   services: [member]).runService()
+                                   services: [member], fleet: context).runService()
     }
+}
+
+/// A daemon that is a node of a fleet: its membership and how it finds stages' owners.
+public struct FleetContext: Sendable {
+    let member: FleetMember
+    let ownership: FleetOwnership
 }
 
 /// The application on `store`, or (nil) on the SQLite database in the state directory.
 /// `services` run before (and stop after) the application's own.
 public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies,
-                             store given: (any CompositionStore)? = nil, services: [any Service] = []) async throws
+                             store given: (any CompositionStore)? = nil, services: [any Service] = [],
+                             fleet: FleetContext? = nil) async throws
     -> Application<ServerResponder> {
     let logger = dependencies.logger
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
@@ -124,7 +142,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         return try await makeApplication(configuration: configuration, store: given, events: events,
                                          eventServices: services + eventServices,
                                          authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
-                                         dependencies: dependencies)
+                                         dependencies: dependencies, fleet: fleet)
     }
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
@@ -143,31 +161,63 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
 func makeApplication<Store: CompositionStore>(
     configuration: ServerConfiguration, store: Store, events: any EventSink, eventServices: [any Service],
     authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher, hub: LiveStageHub,
-    metrics: ServerMetrics, dependencies: ServerDependencies
+    metrics: ServerMetrics, dependencies: ServerDependencies, fleet: FleetContext? = nil
 ) async throws -> Application<ServerResponder> {
+    var mayWrite: (@Sendable () -> Bool)?
+    if let member = fleet?.member { mayWrite = { member.isOwner } }
     let buckets = try BucketService(configuration: configuration, environment: ProcessInfo.processInfo.environment,
-                                    logger: dependencies.logger)
-    buckets.resumeSpools()
+                                    logger: dependencies.logger, mayWrite: mayWrite)
+    if let fleet {
+        // Only what this node takes over from its own earlier incarnation: another node may have
+        // finalized the rest already.
+        let mine = Set(fleet.member.previous?.stages ?? [])
+        let compositions = try await store.compositions().filter { mine.contains($0.composition.stageArn) }.map(\.arn)
+        buckets.resumeSpools(where: Set(compositions).contains)
+    } else {
+        buckets.resumeSpools()
+    }
+    let ownership: any StageOwnership = fleet?.ownership ?? SingleNodeOwnership()
     let manager = CompositionManager(configuration: configuration, store: store, events: events, launcher: launcher,
                                      buckets: buckets, hub: hub,
                                      clock: dependencies.clock, metrics: metrics, notifier: dependencies.notifier,
-                                     logger: dependencies.logger)
+                                     ownership: ownership, logger: dependencies.logger)
     try await manager.restore()
     let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, metrics: metrics,
-                               logger: dependencies.logger)
+                               ownership: ownership, logger: dependencies.logger)
     await runtime.enableParticipantRecording(buckets: buckets)
     await runtime.restore()
+    if let fleet {
+        // What a node that is gone held: its compositions FAILED and recordings finalized, its
+        // sessions closed. First this node's own earlier incarnation, then every node it reaps.
+        let logger = dependencies.logger
+        let takeOver: @Sendable (LostNode, String) async -> Void = { lost, reason in
+            let compositions = await manager.takeOver(stages: lost.stages, reason: reason)
+            let sessions = await runtime.takeOver(stages: lost.stages)
+            logger.notice("took over a lost node's stages", metadata: [
+                "lost.node": "\(lost.nodeId)", "lost.incarnation": "\(lost.incarnation)", "stages": "\(lost.stages.count)",
+                "compositions.failed": "\(compositions)", "sessions.closed": "\(sessions)"])
+        }
+        if let previous = fleet.member.previous {
+            await takeOver(previous, "node \(previous.nodeId) restarted (incarnation \(previous.incarnation) is gone) while the composition was running")
+        }
+        fleet.member.onTakeOver { lost in
+            await takeOver(lost, "node \(lost.nodeId) (incarnation \(lost.incarnation)) was lost while the composition was running: "
+                                 + "its lease expired")
+        }
+    }
     let ingestServer = try makeIngestServer(configuration: configuration, admission: runtime, hub: hub, logger: dependencies.logger)
     var tokens: TokenAuthority?
     var whip: (server: WebRTCIngestServer, endpoint: WHIPEndpoint<Store>)?
     if configuration.ingest.whip.enabled {
         let authority = try await TokenAuthority(configuration: configuration, persistent: !dependencies.inMemoryStore) {
-            var keys: [String: String] = [:]
+            // In a fleet, every node's own key too: a token issued by any node verifies here.
+            var keys = try await fleet?.ownership.store.tokenKeys() ?? [:]
             for stored in try await store.publicKeys() {
                 if let arn = stored.publicKey.arn, let pem = stored.publicKey.publicKeyMaterial { keys[arn] = pem }
             }
             return keys
         }
+        if let fleet { try await fleet.ownership.store.putTokenKey(arn: authority.ownKey.arn, publicKeyPEM: authority.ownKey.publicKeyPEM) }
         tokens = authority
         let server = try makeWebRTCIngestServer(configuration: configuration, hub: hub, metrics: metrics, logger: dependencies.logger)
         whip = (server, WHIPEndpoint(configuration: configuration, store: store, runtime: runtime, media: server, tokens: authority,
@@ -181,11 +231,14 @@ func makeApplication<Store: CompositionStore>(
     let responder = ServerResponder(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
-        operation: { route, query, body throws(APIError) in try await controlPlane.handle(route, query: query, body: body) },
+        operation: { route, query, body, forwarded throws(APIError) in
+            try await controlPlane.handle(route, query: query, body: body, forwarded: forwarded)
+        },
         whip: endpoint.map { endpoint -> @Sendable (Request, String) async -> Response in
             { request, client in await endpoint.respond(to: request, clientAddress: client) }
         },
         whipSessionCounts: whip.map { whip -> @Sendable () -> (open: Int, refused: Int64) in { whip.server.sessionCounts } },
+        fleetSecret: configuration.database.fleet?.secret,
         metricsBearerToken: configuration.metrics.bearerToken,
         connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
     let logger = dependencies.logger
@@ -196,7 +249,8 @@ func makeApplication<Store: CompositionStore>(
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
         // (their last stage updates), the compositions, and the event services last, so
         // they deliver everything the others published.
-        services: eventServices + [buckets, manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? []),
+        services: eventServices + [buckets, manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? [])
+            + (fleet.map { [FleetDrain(member: $0.member, logger: logger)] } ?? []),
         onServerRunning: { [notifier = dependencies.notifier] channel in
             let address = channel.localAddress.map { "\($0)" } ?? "?"
             logger.notice("stage-compositor listening", metadata: ["address": "\(address)"])
@@ -311,11 +365,15 @@ public struct ServerResponder: HTTPResponder {
     let registry: PrometheusCollectorRegistry
     let metrics: ServerMetrics
     let logger: Logger
-    let operation: @Sendable (APIOperation.Route, String, Data) async throws(APIError) -> Data
+    /// Runs an operation: route, raw query, body, and whether another node of the fleet sent it.
+    let operation: @Sendable (APIOperation.Route, String, Data, Bool) async throws(APIError) -> Data
     /// WHIP (`/whip/...`): bearer tokens, not SigV4. Takes the client's IP address.
     var whip: (@Sendable (Request, String) async -> Response)?
     /// WHIP sessions open and refused by its caps, for /metrics.
     var whipSessionCounts: (@Sendable () -> (open: Int, refused: Int64))?
+    /// The fleet's shared secret: a call signed with it (FleetCallSignature) is another node
+    /// forwarding an operation to this one, the stage's owner.
+    var fleetSecret: String?
     /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
     var metricsBearerToken: String?
     /// The connection caps, by listener, counted into /metrics when it is read.
@@ -368,12 +426,24 @@ public struct ServerResponder: HTTPResponder {
         let (rawPath, rawQuery) = Self.splitTarget(request.head.path ?? path)
         var headers = request.headers.map { ($0.name.rawName, $0.value) }
         if let authority = request.head.authority { headers.insert(("host", authority), at: 0) }
-        if let denied = await authenticator.authenticate(
+        var forwarded = false
+        if let signature = request.headers[HTTPField.Name(FleetCallSignature.signatureHeader)!] {
+            let time = request.headers[HTTPField.Name(FleetCallSignature.timeHeader)!] ?? ""
+            let nowMs = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+            guard let fleetSecret, FleetCallSignature.verify(secret: fleetSecret, method: method, path: rawPath, query: rawQuery,
+                                                             timeText: time, signature: signature, body: body, nowMs: nowMs) else {
+                logger.notice("refused a call signed as from another node", metadata: [
+                    "node": "\(request.headers[HTTPField.Name(FleetCallSignature.nodeHeader)!] ?? "?")"])
+                return Self.errorResponse(.accessDenied("the fleet call signature does not verify (secret, or clocks more than "
+                                                        + "\(FleetCallSignature.skewMs / 1000) s apart)"))
+            }
+            forwarded = true
+        } else if let denied = await authenticator.authenticate(
             AuthenticationRequest(method: method, path: rawPath, query: rawQuery, headers: headers, body: body)) {
             return Self.errorResponse(denied)
         }
         do {
-            let data = try await operation(route, query, body)
+            let data = try await operation(route, query, body, forwarded)
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: data)))
         } catch {

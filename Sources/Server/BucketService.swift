@@ -22,8 +22,10 @@ public final class BucketService: Service, Sendable {
 
     /// Reads the S3 buckets' credentials now: a bucket without them stops the start, with
     /// the reason.
+    /// - Parameter mayWrite: in a fleet, whether this node still holds its lease; every write
+    ///   to a bucket asks first.
     public init(configuration: ServerConfiguration, environment: [String: String], logger: Logger,
-                limits: ObjectSpool.Limits? = nil) throws(ServerBuildError) {
+                limits: ObjectSpool.Limits? = nil, mayWrite: (@Sendable () -> Bool)? = nil) throws(ServerBuildError) {
         self.configuration = configuration
         var logger = logger
         logger[metadataKey: "component"] = "storage"
@@ -45,7 +47,7 @@ public final class BucketService: Service, Sendable {
                 }
             }
         }
-        self.storages = storages
+        self.storages = mayWrite.map { mayWrite in storages.mapValues { FencedStorage(base: $0, mayWrite: mayWrite) } } ?? storages
         httpClient = client
         self.limits = limits ?? ObjectSpool.Limits(maxBytes: configuration.spool.maxBytes)
         drainTimeout = .milliseconds(Int64(configuration.spool.drainTimeoutSeconds * 1000))
@@ -81,8 +83,10 @@ public final class BucketService: Service, Sendable {
         }
     }
 
-    /// Resumes every spool an earlier process left (start-up, before compositions restore).
-    public func resumeSpools() {
+    /// Resumes every spool an earlier process left (start-up, before compositions restore)
+    /// that `resume` accepts (by composition ARN); the others stay on disk, untouched: in a
+    /// fleet, a recording another node has finalized meanwhile must not be overwritten.
+    public func resumeSpools(where resume: (String) -> Bool = { _ in true }) {
         let root = URL(fileURLWithPath: configuration.spoolDirectory)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
         for name in names.sorted() {
@@ -91,6 +95,11 @@ public final class BucketService: Service, Sendable {
             guard let storage = storages[descriptor.bucket], isSpooled(bucket: descriptor.bucket) else {
                 logger.error("spool for a bucket that is no longer configured; left on disk",
                              metadata: ["spool.directory": "\(directory.path)", "bucket": "\(descriptor.bucket)"])
+                continue
+            }
+            guard resume(descriptor.compositionArn) else {
+                logger.warning("spool of a composition another node has taken over; left on disk, not uploaded", metadata: [
+                    "spool.directory": "\(directory.path)", "composition.arn": "\(descriptor.compositionArn)"])
                 continue
             }
             do {

@@ -17,6 +17,7 @@ public import MediaCore
 public import Persistence
 public import ServiceLifecycle
 import Destinations
+import Fleet
 import Events
 public import EventSinks
 import HLS
@@ -36,6 +37,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         var endedAt: MediaTime?
         var publishers = 0
         var logger: Logger
+        /// The capacity it holds on this node's placement of its stage, until it ends.
+        var reservation: StageReservation?
 
         var isTerminal: Bool { stored.composition.state == .stopped || stored.composition.state == .failed }
     }
@@ -58,6 +61,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     let metrics: ServerMetrics?
     let builder: CompositionEventBuilder
     let lifecycle: CompositionLifecycleConfiguration
+    /// Which node runs a stage's compositions (this one, outside a fleet).
+    let ownership: any StageOwnership
     private let inbox: AsyncStream<(String, PipelineReport)>
     private let inboxContinuation: AsyncStream<(String, PipelineReport)>.Continuation
     /// Background work run() runs as its children (see `run`).
@@ -74,7 +79,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
                 launcher: any CompositionPipelineLauncher, buckets: BucketService, hub: LiveStageHub? = nil, clock: any MediaClock,
                 wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics?, notifier: SystemdNotifier? = nil,
-                logger: Logger) {
+                ownership: any StageOwnership = SingleNodeOwnership(), logger: Logger) {
+        self.ownership = ownership
         self.notifier = notifier
         self.hub = hub
         self.configuration = configuration
@@ -194,74 +200,130 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
     /// Loads persisted compositions. Those that were running when the process died are
     /// finalized (recording playlist VOD + ENDLIST, recording-failed.json) and marked FAILED.
+    /// In a fleet the store is shared: this node loads nothing (reads come from the store) and
+    /// fails only what it is handed with `takeOver`.
     public func restore() async throws(APIError) {
+        guard !ownership.isFleet else { return }
         let stored: [StoredComposition]
         do { stored = try await store.compositions() } catch { throw .internalServer("composition store: \(error.message)") }
         let now = clock.now()
         let wallNow = wallClock()
-        for var record in stored {
-            var entryLogger = logger
-            entryLogger[metadataKey: "composition.id"] = "\(record.arn.split(separator: "/").last ?? "")"
+        for record in stored {
             if record.composition.state == .stopped || record.composition.state == .failed {
                 let endSeconds = record.composition.endTime?.secondsSince1970 ?? Int64(wallNow.timeIntervalSince1970)
                 let age = max(0, Int64(wallNow.timeIntervalSince1970) - endSeconds)
-                entries[record.arn] = Entry(stored: record, endedAt: now - .seconds(age), logger: entryLogger)
+                entries[record.arn] = Entry(stored: record, endedAt: now - .seconds(age), logger: entryLogger(record.arn))
                 continue
             }
-            var reason = Self.restartReason
-            if let recording = record.recording, let bucket = recording.bucket, buckets.isSpooled(bucket: bucket) {
-                // An S3 bucket may be out now: finalize in the background, once the spool the
-                // dead process left has been uploaded, retrying until the bucket answers.
-                finalizeLater(recording, bucket: bucket, record: record, restartedAt: wallNow, reason: reason, logger: entryLogger)
-            } else if let recording = record.recording {
-                let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
-                do {
-                    let result = try await RecordingRecovery.finalize(recording, storage: LocalDirectoryStorage(rootPath: recording.storageRoot),
-                                                                      stageArn: record.composition.stageArn,
-                                                                      startedAt: started, restartedAt: wallNow, reason: reason,
-                                                                      logger: entryLogger)
-                    entryLogger.notice("recording finalized after restart",
-                                       metadata: ["destination.id": "\(recording.destinationId)",
-                                                  "segments": "\(result.segments)", "duration.ms": "\(result.durationMs)",
-                                                  "recording.ended": "\(result.endedAt)"])
-                } catch {
-                    entryLogger.error("recording could not be finalized after restart", metadata: ["error": "\(error)"])
-                    reason += "; recording could not be finalized: \(error)"
-                }
-            }
-            let timestamp = APITimestamp(secondsSince1970: Int64(wallNow.timeIntervalSince1970))
-            for index in record.composition.destinations.indices {
-                let destination = record.composition.destinations[index]
-                switch destination.state {
-                case .active, .reconnecting, .stopping:
-                    record.composition.destinations[index].state = .stopped
-                    record.composition.destinations[index].endTime = timestamp
-                    enqueue(.destinationEnd(destinationID: destination.id), record: record)
-                case .starting:
-                    record.composition.destinations[index].state = .failed
-                    record.composition.destinations[index].endTime = timestamp
-                case .stopped, .failed:
-                    break
-                }
-            }
-            record.composition.state = .failed
-            record.composition.endTime = timestamp
-            record.failureReason = reason
-            enqueue(.sessionFailure(reason: reason), record: record)
-            entryLogger.warning("composition was running when the daemon stopped; marked FAILED", metadata: ["reason": "\(reason)"])
-            entries[record.arn] = Entry(stored: record, endedAt: now, logger: entryLogger)
-            dirty.insert(record.arn)
+            await failOrphan(record, reason: Self.restartReason, wallNow: wallNow)
         }
         await flush()
         updateMetrics()
     }
 
+    /// Fails the compositions still running on `stages`, which a node that is gone held
+    /// (reaped by this one, or this node's own earlier incarnation): each is marked FAILED with
+    /// `reason` and a Session Failure event, and its S3 recording finalized from the segments
+    /// in the bucket. Returns how many.
+    @discardableResult
+    public func takeOver(stages: [String], reason: String) async -> Int {
+        guard !stages.isEmpty else { return 0 }
+        let stored: [StoredComposition]
+        do { stored = try await store.compositions() } catch {
+            logger.error("compositions of a lost node cannot be read; they stay as they are", metadata: ["error": "\(error)"])
+            return 0
+        }
+        let wanted = Set(stages)
+        let orphans = stored.filter { record in
+            wanted.contains(record.composition.stageArn) && entries[record.arn] == nil
+                && record.composition.state != .stopped && record.composition.state != .failed
+        }
+        let wallNow = wallClock()
+        for record in orphans { await failOrphan(record, reason: reason, wallNow: wallNow) }
+        await flush()
+        updateMetrics()
+        return orphans.count
+    }
+
+    private func entryLogger(_ arn: String) -> Logger {
+        var entryLogger = logger
+        entryLogger[metadataKey: "composition.id"] = "\(arn.split(separator: "/").last ?? "")"
+        return entryLogger
+    }
+
+    /// A composition whose process is gone: its recording finalized, FAILED with `reason`.
+    private func failOrphan(_ original: StoredComposition, reason given: String, wallNow: Date) async {
+        var record = original
+        let entryLogger = entryLogger(record.arn)
+        var reason = given
+        if let recording = record.recording, let bucket = recording.bucket, buckets.isSpooled(bucket: bucket) {
+            // An S3 bucket may be out now: finalize in the background, once the spool the
+            // dead process left (if it was this host) has been uploaded, retrying until the
+            // bucket answers.
+            finalizeLater(recording, bucket: bucket, record: record, restartedAt: wallNow, reason: reason, logger: entryLogger)
+        } else if let recording = record.recording {
+            let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
+            do {
+                let result = try await RecordingRecovery.finalize(recording, storage: LocalDirectoryStorage(rootPath: recording.storageRoot),
+                                                                  stageArn: record.composition.stageArn,
+                                                                  startedAt: started, restartedAt: wallNow, reason: reason,
+                                                                  logger: entryLogger)
+                entryLogger.notice("recording finalized after restart",
+                                   metadata: ["destination.id": "\(recording.destinationId)",
+                                              "segments": "\(result.segments)", "duration.ms": "\(result.durationMs)",
+                                              "recording.ended": "\(result.endedAt)"])
+            } catch {
+                entryLogger.error("recording could not be finalized after restart", metadata: ["error": "\(error)"])
+                reason += "; recording could not be finalized: \(error)"
+            }
+        }
+        let timestamp = APITimestamp(secondsSince1970: Int64(wallNow.timeIntervalSince1970))
+        for index in record.composition.destinations.indices {
+            let destination = record.composition.destinations[index]
+            switch destination.state {
+            case .active, .reconnecting, .stopping:
+                record.composition.destinations[index].state = .stopped
+                record.composition.destinations[index].endTime = timestamp
+                enqueue(.destinationEnd(destinationID: destination.id), record: record)
+            case .starting:
+                record.composition.destinations[index].state = .failed
+                record.composition.destinations[index].endTime = timestamp
+            case .stopped, .failed:
+                break
+            }
+        }
+        record.composition.state = .failed
+        record.composition.endTime = timestamp
+        record.failureReason = reason
+        enqueue(.sessionFailure(reason: reason), record: record)
+        entryLogger.warning("composition's process is gone; marked FAILED", metadata: ["reason": "\(reason)"])
+        entries[record.arn] = Entry(stored: record, endedAt: clock.now(), logger: entryLogger)
+        dirty.insert(record.arn)
+    }
+
     // MARK: API
 
+    /// Where a StartComposition ran.
+    public enum StartOutcome: Sendable {
+        case started(Composition)
+        /// The stage is (now) placed on another node: the call goes there.
+        case elsewhere(FleetPeer)
+    }
+
+    /// Starts a composition on this node, which must own its stage (tests, one host).
     public func start(_ request: StartCompositionRequest) async throws(APIError) -> Composition {
+        switch try await start(request, forwarded: false) {
+        case .started(let composition): return composition
+        case .elsewhere(let peer): throw .internalServer("stage \(request.stageArn) is placed on node \(peer.nodeId)")
+        }
+    }
+
+    /// Starts a composition if this node owns (or is chosen for) the stage; `forwarded`: the
+    /// call came from another node, so the stage must be here.
+    public func start(_ request: StartCompositionRequest, forwarded: Bool) async throws(APIError) -> StartOutcome {
         if let token = request.idempotencyToken,
            let existing = entries.values.first(where: { $0.stored.idempotencyToken == token }) {
-            return existing.stored.composition
+            return .started(existing.stored.composition)
         }
         guard let stageARN = IVSARN(parsing: request.stageArn, expecting: .stage), arnContext.owns(stageARN),
               let stage = try await catalog.stage(arn: request.stageArn) else {
@@ -323,6 +385,17 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             sourceProblem = "stage \(request.stageArn) has no recorded source (tag \(StageCatalog<Store>.sourceTag)) and live ingest is disabled"
         }
 
+        // Where it runs: the stage's node, with room for what it costs.
+        let cost = PlacementCost.composition(
+            renditions: [PlacementCost.Rendition(width: plan.encoder.width, height: plan.encoder.height,
+                                                 framerate: Double(plan.encoder.frameRate.numerator) / Double(max(plan.encoder.frameRate.denominator, 1)))],
+            participants: publishersAtStart)
+        let reservation: StageReservation
+        switch try await ownership.claim(stageArn: request.stageArn, millicores: cost, preferLocal: false, forwarded: forwarded) {
+        case .remote(let peer): return .elsewhere(peer)
+        case .local(let held): reservation = held
+        }
+
         // Create.
         let arn = arnContext.arn(.composition, id: compositionID).description
         let now = clock.now()
@@ -338,13 +411,14 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                                               publisherCount: publishersAtStart, configuration: lifecycle)
         var entry = Entry(stored: StoredComposition(composition: composition, idempotencyToken: request.idempotencyToken,
                                                     recording: recording),
-                          machine: machine, publishers: publishersAtStart, logger: entryLogger)
+                          machine: machine, publishers: publishersAtStart, logger: entryLogger, reservation: reservation)
         // Persisted before anything runs: a composition the store cannot keep would be lost
         // (and its recording never finalized) after a restart, so the call fails instead.
         do {
             try await store.putComposition(entry.stored)
         } catch {
             entry.logger.error("composition could not be persisted; not started", metadata: ["error": "\(error)"])
+            await ownership.release(reservation)
             throw .internalServer("the composition could not be stored: \(error.message)")
         }
         entry.logger.info("composition starting", metadata: ["stage.arn": "\(request.stageArn)",
@@ -354,7 +428,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             entries[arn] = entry
             dirty.insert(arn)
             await apply(.sourceFailed(reason: sourceProblem), to: arn)
-            return entries[arn]?.stored.composition ?? composition
+            return .started(entries[arn]?.stored.composition ?? composition)
         }
         if plan.recording != nil || plan.channel != nil {
             let recordingJob = plan.recording.map { [buckets] recording in
@@ -377,7 +451,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         dirty.insert(arn)
         await flush()
         updateMetrics()
-        return entries[arn]?.stored.composition ?? composition
+        return .started(entries[arn]?.stored.composition ?? composition)
     }
 
     public func stop(arn: String) async throws(APIError) {
@@ -387,28 +461,54 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         await apply(.stopRequested, to: arn)
     }
 
-    public func composition(arn: String) throws(APIError) -> Composition {
-        guard let entry = visibleEntry(arn) else { throw .resourceNotFound("arn: composition \(arn) not found") }
-        return entry.stored.composition
+    /// A composition this node runs or ran; in a fleet, else the one the store has (another
+    /// node's).
+    public func composition(arn: String) async throws(APIError) -> Composition {
+        if let entry = visibleEntry(arn) { return entry.stored.composition }
+        if ownership.isFleet, let stored = try await storedComposition(arn) { return stored.composition }
+        throw .resourceNotFound("arn: composition \(arn) not found")
     }
 
-    /// Every visible composition (ended ones until their retention runs out).
-    public func compositions() -> [Composition] {
+    /// Every visible composition (ended ones until their retention runs out); in a fleet, with
+    /// the other nodes' from the store.
+    public func compositions() async throws(APIError) -> [Composition] {
         let now = clock.now()
-        return entries.values.filter { !isExpired($0, now: now) }.map(\.stored.composition)
+        var all: [String: Composition] = [:]
+        if ownership.isFleet {
+            do {
+                for stored in try await store.compositions() { all[stored.arn] = stored.composition }
+            } catch {
+                throw .internalServer("composition store: \(error.message)")
+            }
+        }
+        for entry in entries.values where !isExpired(entry, now: now) { all[entry.stored.arn] = entry.stored.composition }
+        return all.values.sorted { $0.arn < $1.arn }
     }
 
-    /// Compositions not yet ended that use `arn` (an encoder or storage configuration, or a stage).
-    public func isInUse(_ arn: String) -> Bool {
-        entries.values.contains { entry in
-            guard !entry.isTerminal else { return false }
-            let composition = entry.stored.composition
+    private func storedComposition(_ arn: String) async throws(APIError) -> StoredComposition? {
+        do { return try await store.composition(arn: arn) } catch { throw .internalServer("composition store: \(error.message)") }
+    }
+
+    /// The stage of a composition this node does not run (another node's, in a fleet).
+    public func stageOfStoredComposition(arn: String) async throws(APIError) -> String? {
+        guard entries[arn] == nil, ownership.isFleet else { return nil }
+        return try await storedComposition(arn)?.composition.stageArn
+    }
+
+    /// Compositions not yet ended that use `arn` (an encoder or storage configuration, or a
+    /// stage); in a fleet, any node's.
+    public func isInUse(_ arn: String) async throws(APIError) -> Bool {
+        func uses(_ composition: Composition) -> Bool {
+            guard composition.state != .stopped && composition.state != .failed else { return false }
             return composition.stageArn == arn || composition.destinations.contains { destination in
                 let c = destination.configuration
                 return c.channel?.encoderConfigurationArn == arn || c.s3?.storageConfigurationArn == arn
                     || (c.s3?.encoderConfigurationArns.contains(arn) ?? false)
             }
         }
+        if entries.values.contains(where: { uses($0.stored.composition) }) { return true }
+        guard ownership.isFleet else { return false }
+        return try await compositions().contains(where: uses)
     }
 
     /// Replaces a visible composition's tags with `update(current)`.
@@ -529,6 +629,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         let actions = machine.on(event, at: now)
         entry.machine = machine
         var followUps: [CompositionEvent] = []
+        var released: StageReservation?
         for action in actions {
             switch action {
             case .emit(let notification):
@@ -542,6 +643,9 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             case .finalize(let status):
                 entry.endedAt = now
                 if status == .failed { entry.stored.failureReason = machine.failureReason }
+                // Its share of the stage's node is given back once the state is kept (below).
+                released = entry.reservation
+                entry.reservation = nil
             case .reconnectDestination(let id, _):
                 // Never asked for with `.byDestination`; an output that cannot retry fails instead.
                 followUps.append(.destinationFailed(destinationID: id, reason: "the destination cannot reconnect"))
@@ -554,6 +658,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         sync(&entry, with: machine)
         entries[arn] = entry
         dirty.insert(arn)
+        if let released { await ownership.release(released) }
         for followUp in followUps { await apply(followUp, to: arn) }
         await flush()
     }

@@ -31,7 +31,13 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
     }
 
     /// Runs one operation. `query` is the raw query string (UntagResource's tagKeys).
-    public func handle(_ route: APIOperation.Route, query: String, body: Data) async throws(APIError) -> Data {
+    /// `forwarded`: another node of the fleet sent it here, to the stage's owner; it is not
+    /// forwarded again.
+    public func handle(_ route: APIOperation.Route, query: String, body: Data, forwarded: Bool = false) async throws(APIError) -> Data {
+        /// In a fleet, operations on a stage's live work run on the node that owns the stage.
+        func remoteOwner(_ stageArn: String) async throws(APIError) -> FleetPeer? {
+            forwarded ? nil : try await manager.ownership.remoteOwner(of: stageArn)
+        }
         switch route.operation {
         case .startParticipantReplication:
             let request = try decode(StartParticipantReplicationRequest.self, body)
@@ -55,9 +61,15 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             return try APIJSON.encode(ListParticipantReplicasResponse(replicas: page.items, nextToken: page.nextToken))
         case .startComposition:
             let request = try decode(StartCompositionRequest.self, body)
-            return try APIJSON.encode(StartCompositionResponse(composition: try await manager.start(request)))
+            switch try await manager.start(request, forwarded: forwarded) {
+            case .started(let composition): return try APIJSON.encode(StartCompositionResponse(composition: composition))
+            case .elsewhere(let peer): return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
         case .stopComposition:
             let request = try decode(StopCompositionRequest.self, body)
+            if let stageArn = try await manager.stageOfStoredComposition(arn: request.arn), let peer = try await remoteOwner(stageArn) {
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
             try await manager.stop(arn: request.arn)
             return try APIJSON.encode(StopCompositionResponse())
         case .getComposition:
@@ -65,7 +77,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             return try APIJSON.encode(GetCompositionResponse(composition: try await manager.composition(arn: request.arn)))
         case .listCompositions:
             let request = try decode(ListCompositionsRequest.self, body)
-            let all = await manager.compositions().filter { composition in
+            let all = try await manager.compositions().filter { composition in
                 (request.filterByStageArn.map { composition.stageArn == $0 } ?? true)
                     && (request.filterByEncoderConfigurationArn.map { arn in
                         composition.destinations.contains {
@@ -99,7 +111,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .deleteEncoderConfiguration:
             let request = try decode(DeleteEncoderConfigurationRequest.self, body)
             _ = try await encoder(request.arn)
-            if await manager.isInUse(request.arn) {
+            if try await manager.isInUse(request.arn) {
                 throw .conflict("arn: encoder configuration \(request.arn) is used by an active composition")
             }
             _ = try await storeCall { try await store.deleteEncoderConfiguration(arn: request.arn) }
@@ -129,7 +141,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .deleteStorageConfiguration:
             let request = try decode(DeleteStorageConfigurationRequest.self, body)
             _ = try await storage(request.arn)
-            if await manager.isInUse(request.arn) {
+            if try await manager.isInUse(request.arn) {
                 throw .conflict("arn: storage configuration \(request.arn) is used by an active composition")
             }
             _ = try await storeCall { try await store.deleteStorageConfiguration(arn: request.arn) }
@@ -175,7 +187,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             let request = try decode(DeleteStageRequest.self, body)
             let found = try await stage(request.arn)
             if found.isConfigured { throw .conflict("arn: stage \(request.arn) is defined in the server configuration file") }
-            if await manager.isInUse(request.arn) { throw .conflict("arn: stage \(request.arn) has an active composition") }
+            if try await manager.isInUse(request.arn) { throw .conflict("arn: stage \(request.arn) has an active composition") }
             // As IVS does, deleting a stage disconnects everyone on it.
             await runtime.disconnectAll(stageArn: request.arn, reason: "the stage was deleted")
             _ = try await storeCall { try await store.deleteStage(arn: request.arn) }
@@ -183,7 +195,10 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
 
         case .listStageSessions, .getStageSession, .listParticipants, .getParticipant, .listParticipantEvents,
              .disconnectParticipant:
-            return try await handleParticipants(route.operation, body: body)
+            return try await handleParticipants(route.operation, body: body) { stageArn throws(APIError) in
+                guard let peer = try await remoteOwner(stageArn) else { return nil }
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
         case .createIngestConfiguration, .getIngestConfiguration, .listIngestConfigurations, .updateIngestConfiguration,
              .deleteIngestConfiguration:
             return try await handleIngest(route.operation, body: body)
@@ -226,6 +241,11 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         stage.endpoints = StageEndpoints(whip: configuration.whipEndpoint(stageId: stageId), rtmp: configuration.ingest.rtmpEndpoint,
                                          rtmps: configuration.ingest.rtmpsEndpoint)
         stage.activeSessionId = await runtime.activeSessionId(stageArn: stage.arn)
+        if stage.activeSessionId == nil, manager.ownership.isFleet {
+            // Another node's live stage: its open session is in the store.
+            let sessions = (try? await store.stageSessions(stageArn: stage.arn)) ?? []
+            stage.activeSessionId = sessions.first { $0.session.endTime == nil }?.session.sessionId
+        }
         return stage
     }
 
@@ -241,7 +261,8 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
                                       attributes: attributes, capabilities: capabilities, now: wallClock())
     }
 
-    private func handleParticipants(_ operation: APIOperation, body: Data) async throws(APIError) -> Data {
+    private func handleParticipants(_ operation: APIOperation, body: Data, forward: (String) async throws(APIError) -> Data?)
+        async throws(APIError) -> Data {
         switch operation {
         case .listStageSessions:
             let request = try decode(ListStageSessionsRequest.self, body)
@@ -290,6 +311,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .disconnectParticipant:
             let request = try decode(DisconnectParticipantRequest.self, body)
             _ = try await stage(request.stageArn)
+            if let answer = try await forward(request.stageArn) { return answer }
             guard await runtime.disconnect(stageArn: request.stageArn, participantId: request.participantId,
                                            reason: request.reason ?? "DisconnectParticipant", revoke: true) else {
                 throw .resourceNotFound("participantId: participant \(request.participantId) is not connected to \(request.stageArn)")

@@ -50,8 +50,12 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// (default 1 s). A daemon that cannot renew within the lease stops (fences itself).
         public var leaseTtlSeconds: Double?
         public var heartbeatSeconds: Double?
+        /// Fleet mode: several daemons on this database act as one endpoint. Without it, one
+        /// live node per database.
+        public var fleet: Fleet?
         public init(url: String? = nil, callTimeoutSeconds: Double? = nil, nodeId: String? = nil,
-                    leaseTtlSeconds: Double? = nil, heartbeatSeconds: Double? = nil) {
+                    leaseTtlSeconds: Double? = nil, heartbeatSeconds: Double? = nil, fleet: Fleet? = nil) {
+            self.fleet = fleet
             self.url = url
             self.callTimeoutSeconds = callTimeoutSeconds
             self.nodeId = nodeId
@@ -67,6 +71,26 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         }
 
         public var resolvedNodeId: String { nodeId ?? ProcessInfo.processInfo.hostName }
+
+        /// A node of a fleet: how the others reach it and how much it takes on.
+        public struct Fleet: Codable, Sendable, Equatable {
+            /// Shared by every node: calls between nodes carry an HMAC made with it.
+            public var secret: String
+            /// Where the other nodes reach this one's API (default: http://<listen.host>:<listen.port>).
+            public var internalURL: String?
+            /// This node's API as publishers and clients see it (WHIP redirects point there;
+            /// default: the internal URL).
+            public var advertisedURL: String?
+            /// CPU offered to stages, in thousandths of a core (default: 1000 per core).
+            public var capacityMillicores: Int?
+
+            public init(secret: String, internalURL: String? = nil, advertisedURL: String? = nil, capacityMillicores: Int? = nil) {
+                self.secret = secret
+                self.internalURL = internalURL
+                self.advertisedURL = advertisedURL
+                self.capacityMillicores = capacityMillicores
+            }
+        }
     }
 
     public struct Metrics: Codable, Sendable, Equatable {
@@ -582,6 +606,21 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             problems.append("database.heartbeatSeconds: \(heartbeat) is outside 0.05...60")
         } else {
             problems += database.leaseSettings.problems.map { "database: \($0)" }
+        }
+        if let fleet = database.fleet {
+            if database.url == nil { problems.append("database.fleet: needs database.url (the PostgreSQL database the nodes share)") }
+            if fleet.secret.utf8.count < 16 { problems.append("database.fleet.secret: at least 16 characters, the same on every node") }
+            if let capacity = fleet.capacityMillicores, !(0...1_000_000).contains(capacity) {
+                problems.append("database.fleet.capacityMillicores: \(capacity) is outside 0...1000000")
+            }
+            for url in [fleet.internalURL, fleet.advertisedURL].compactMap({ $0 }) where URL(string: url)?.host == nil {
+                problems.append("database.fleet: \(url) is not an http(s) URL with a host")
+            }
+            // A directory on a host that dies cannot be finalized by the node that takes over.
+            for (name, bucket) in buckets.sorted(by: { $0.key < $1.key }) where bucket.directory != nil {
+                problems.append("buckets.\(name): in fleet mode recordings go to S3-compatible storage, not a local directory "
+                                + "(a survivor finalizes a dead node's recordings)")
+            }
         }
         if let node = database.nodeId, node.isEmpty || node.count > 128 || node.contains(where: { $0.isWhitespace }) {
             problems.append("database.nodeId: 1 to 128 characters without spaces")

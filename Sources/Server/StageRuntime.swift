@@ -11,6 +11,7 @@
 // event loop, and admissions, leaves and API calls are applied one at a time, in order.
 import APIModels
 import Crypto
+import Fleet
 import Events
 public import EventSinks
 public import Foundation
@@ -32,6 +33,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         /// WHIP: the token's expiry and the key that verified it.
         var tokenExpiresAt: Int64? = nil
         var tokenKeyArn: String? = nil
+        /// What it holds of this node's placement of the stage.
+        var reservation: StageReservation? = nil
     }
 
     enum Message: Sendable {
@@ -56,6 +59,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     let wallClock: @Sendable () -> Date
     let logger: Logger
     let metrics: ServerMetrics?
+    /// Which node a stage's publishers join (this one, outside a fleet).
+    let ownership: any StageOwnership
     private var book: StageSessionBook
     /// By ingest configuration ARN (RTMP) or `whip:<stage ARN>/<participant ID>`.
     private var connections: [String: Connection] = [:]
@@ -79,7 +84,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                                                               sourceSessionId: String?)] = [:]
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink, hub: LiveStageHub,
-                wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics? = nil, logger: Logger) {
+                wallClock: @escaping @Sendable () -> Date = Date.init, metrics: ServerMetrics? = nil,
+                ownership: any StageOwnership = SingleNodeOwnership(), logger: Logger) {
+        self.ownership = ownership
         self.metrics = metrics
         self.configuration = configuration
         arnContext = ARNContext(region: configuration.region, account: configuration.account)!
@@ -111,36 +118,84 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     }
 
     /// Closes the sessions the previous run left open (a crash or kill): their participants
-    /// left when the daemon stopped. Also forgets sessions past their retention.
+    /// left when the daemon stopped. Also forgets sessions past their retention. In a fleet,
+    /// open sessions are other nodes' live ones: only `takeOver` closes them.
     public func restore() async {
         let now = seconds()
         do {
-            for stored in try await store.openStageSessions() {
-                guard let sessionId = stored.session.sessionId else { continue }
-                for participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
-                where [.starting, .active, .stopping].contains(participant.participant.recordingState) {
-                    await recoverRecording(participant, restartedAt: wallClock())
-                }
-                for var participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
-                where participant.participant.state == .connected {
-                    participant.participant.state = .disconnected
-                    try await store.putParticipant(participant)
-                    for name in [APIModels.ParticipantEventName.publishStopped, .left] {
-                        try await store.appendParticipantEvent(stageArn: stored.stageArn, sessionId: sessionId, ParticipantEvent(
-                            name: name, participantId: participant.participant.participantId, eventTime: APITimestamp(secondsSince1970: now)))
-                    }
-                }
-                var ended = stored
-                ended.session.endTime = APITimestamp(secondsSince1970: now)
-                try await store.putStageSession(ended)
-                logger.notice("stage session left open by the previous run is closed",
-                              metadata: ["stage.arn": "\(stored.stageArn)", "session.id": "\(sessionId)"])
+            if !ownership.isFleet {
+                for stored in try await store.openStageSessions() { try await close(stored, at: now) }
             }
             try await store.pruneStageSessions(endedBefore: now - Self.sessionRetentionSeconds)
         } catch {
             logger.error("cannot restore stage sessions", metadata: ["error": "\(error)"])
         }
     }
+
+    /// Closes the open sessions of `stages`, which a node that is gone held: its publishers
+    /// left, their recordings are finalized. Returns how many sessions.
+    @discardableResult
+    public func takeOver(stages: [String]) async -> Int {
+        let wanted = Set(stages)
+        var closed = 0
+        do {
+            for stored in try await store.openStageSessions() where wanted.contains(stored.stageArn) {
+                try await close(stored, at: seconds())
+                closed += 1
+            }
+        } catch {
+            logger.error("cannot close the stage sessions of a lost node", metadata: ["error": "\(error)"])
+        }
+        return closed
+    }
+
+    /// An open session whose node is gone: recordings finalized, connected participants
+    /// DISCONNECTED with Publish Stopped and Left events, the session ended.
+    private func close(_ stored: StoredStageSession, at now: Int64) async throws {
+        guard let sessionId = stored.session.sessionId else { return }
+        for participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
+        where [.starting, .active, .stopping].contains(participant.participant.recordingState) {
+            await recoverRecording(participant, restartedAt: wallClock())
+        }
+        for var participant in try await store.participants(stageArn: stored.stageArn, sessionId: sessionId)
+        where participant.participant.state == .connected {
+            participant.participant.state = .disconnected
+            try await store.putParticipant(participant)
+            for name in [APIModels.ParticipantEventName.publishStopped, .left] {
+                try await store.appendParticipantEvent(stageArn: stored.stageArn, sessionId: sessionId, ParticipantEvent(
+                    name: name, participantId: participant.participant.participantId, eventTime: APITimestamp(secondsSince1970: now)))
+            }
+        }
+        var ended = stored
+        ended.session.endTime = APITimestamp(secondsSince1970: now)
+        try await store.putStageSession(ended)
+        logger.notice("stage session left open by a run that is gone is closed",
+                      metadata: ["stage.arn": "\(stored.stageArn)", "session.id": "\(sessionId)"])
+    }
+
+    /// Reserves a publisher's share of the stage's node, placing the stage here when nowhere
+    /// yet. A stage placed on another node is refused here with where to publish instead.
+    private func claimPublisher(stageArn: String, transport: String, logger: Logger, participantId: String, userId: String) async
+        -> Result<StageReservation, RefusedAdmission> {
+        do {
+            switch try await ownership.claim(stageArn: stageArn, millicores: PlacementCost.publishers(1), preferLocal: true,
+                                             forwarded: false) {
+            case .local(let reservation):
+                return .success(reservation)
+            case .remote(let peer):
+                let address = (transport == "WHIP" ? peer.whipURL : peer.rtmpURL) ?? peer.internalURL
+                return .failure(RefusedAdmission(decision: refuse(
+                    .quotaExceeded, "stage \(stageArn) is placed on node \(peer.nodeId): publish to \(address)", logger: logger,
+                    stage: stageArn, participantId: participantId, userId: userId)))
+            }
+        } catch {
+            let code: IngestPublishError = error.code == .serviceQuotaExceeded ? .quotaExceeded : .internalServerException
+            return .failure(RefusedAdmission(decision: refuse(code, error.message, logger: logger, stage: stageArn,
+                                                              participantId: participantId, userId: userId)))
+        }
+    }
+
+    struct RefusedAdmission: Error { var decision: IngestAdmissionDecision }
 
     // MARK: IngestAdmission
 
@@ -255,11 +310,22 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                           logger: requestLogger, stage: config.stageArn, participantId: config.participantId, userId: userId)
         }
 
+        let reservation: StageReservation
+        switch await claimPublisher(stageArn: config.stageArn, transport: request.transport.rawValue, logger: requestLogger,
+                                    participantId: config.participantId, userId: userId) {
+        case .success(let held): reservation = held
+        case .failure(let refused): return refused.decision
+        }
+        guard connections[arn] == nil else {
+            await ownership.release(reservation)
+            return refuse(.reuseOfStreamKey, "the stream key of \(arn) is already publishing", logger: requestLogger,
+                          stage: config.stageArn, participantId: config.participantId, userId: userId)
+        }
         let identity = LiveParticipantIdentity(participantId: config.participantId, userId: userId, attributes: config.attributes ?? [:])
         let publisher = hub.join(stageArn: config.stageArn, identity: identity, disconnect: disconnect)
         let publication = Publication(publisher: publisher, runtime: self)
         connections[arn] = Connection(publication: publication, stageArn: config.stageArn, participantId: config.participantId,
-                                      ingestConfigurationArn: arn)
+                                      ingestConfigurationArn: arn, reservation: reservation)
         await apply(book.joinAndPublish(stageArn: config.stageArn, participantId: config.participantId, userId: userId,
                                         attributes: config.attributes ?? [:], transport: request.transport.rawValue,
                                         ingestConfigurationArn: arn, at: seconds()))
@@ -298,11 +364,22 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
             return refuse(.quotaExceeded, "stage \(stageArn) has \(publishing) publishers, the quota is \(configuration.quotas.publishersPerStage)",
                           logger: requestLogger, stage: stageArn, participantId: participantId, userId: userId)
         }
+        let reservation: StageReservation
+        switch await claimPublisher(stageArn: stageArn, transport: IngestTransport.whip.rawValue, logger: requestLogger,
+                                    participantId: participantId, userId: userId) {
+        case .success(let held): reservation = held
+        case .failure(let refused): return refused.decision
+        }
+        guard connections[key] == nil else {
+            await ownership.release(reservation)
+            return refuse(.reuseOfStreamKey, "participant \(participantId) is already publishing on \(stageArn)", logger: requestLogger,
+                          stage: stageArn, participantId: participantId, userId: userId)
+        }
         let identity = LiveParticipantIdentity(participantId: participantId, userId: userId, attributes: participant.attributes)
         let publisher = hub.join(stageArn: stageArn, identity: identity, disconnect: disconnect)
         let publication = Publication(publisher: publisher, runtime: self)
         connections[key] = Connection(publication: publication, stageArn: stageArn, participantId: participantId, ingestConfigurationArn: nil,
-                                      tokenExpiresAt: participant.expiresAt, tokenKeyArn: participant.keyArn)
+                                      tokenExpiresAt: participant.expiresAt, tokenKeyArn: participant.keyArn, reservation: reservation)
         await apply(book.joinAndPublish(stageArn: stageArn, participantId: participantId, userId: userId,
                                         attributes: participant.attributes, transport: IngestTransport.whip.rawValue,
                                         ingestConfigurationArn: nil, at: seconds()))
@@ -336,6 +413,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         connections[arn] = nil
         publication.publisher.leave()
         await apply(book.leave(stageArn: connection.stageArn, participantId: connection.participantId, at: seconds()))
+        if let reservation = connection.reservation { await ownership.release(reservation) }
         logger.info("publisher left the stage", metadata: ["stage.arn": "\(connection.stageArn)",
                                                            "participant.id": "\(connection.participantId)", "reason": "\(reason)"])
     }

@@ -30,6 +30,10 @@ struct TokenAuthority: Sendable {
         self.importedKeys = importedKeys
     }
 
+    /// This daemon's signing key: its ARN and public key (a fleet shares them, so that every
+    /// node verifies the tokens any node issued).
+    var ownKey: (arn: String, publicKeyPEM: String) { (issuer.key.arn, issuer.key.publicKeyPEM) }
+
     func verify(_ token: String, stageArn: String, now: Date) async throws(TokenError) -> ParticipantTokenClaims {
         var keys = [issuer.key.arn: ownPublicKey]
         let imported: [String: String]

@@ -30,6 +30,24 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
     let wallClock: @Sendable () -> Date
     let logger: Logger
 
+    /// The `access_token` query parameter (a fleet's redirect), percent-decoded.
+    static func queryToken(_ query: String?) -> String? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "access_token", let value = parts[1].removingPercentEncoding, !value.isEmpty {
+                return value
+            }
+        }
+        return nil
+    }
+
+    static func queryEscaped(_ value: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    }
+
     /// Offers larger than this are refused (a browser's is 5–10 KiB).
     static var maxOfferBytes: Int { 64 * 1024 }
 
@@ -72,12 +90,18 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         let remote = clientAddress
         var requestLogger = logger
         requestLogger[metadataKey: "stage.arn"] = "\(stageArn)"
-        // 1. Who is it? (The token is never logged.)
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
+        // 1. Who is it? (The token is never logged.) A fleet's redirect carries the token in
+        // the URL, because browsers drop Authorization when they follow a redirect to
+        // another origin.
+        let token: String
+        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
+            token = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        } else if let fromQuery = Self.queryToken(request.uri.query) {
+            token = fromQuery
+        } else {
             return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <participant token>",
                               headers: [.wwwAuthenticate: "Bearer"])
         }
-        let token = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
         let claims: ParticipantTokenClaims
         do {
             claims = try await tokens.verify(token, stageArn: stageArn, now: wallClock())
@@ -98,6 +122,19 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         guard claims.capabilities.contains(.publish) else {
             runtime.refused(participant, .insufficientCapabilities, reason: "the participant token does not allow publishing")
             return WHIPResponses.plain(.forbidden, "participant token: no PUBLISH capability (a subscribe-only token)")
+        }
+        // In a fleet, the stage's node takes its publishers (RFC 9725 §4.5: redirects).
+        do {
+            if let peer = try await runtime.ownership.remoteOwner(of: stageArn), let whip = peer.whipURL {
+                var headers = WHIPResponses.cors(allow: "POST, OPTIONS")
+                headers[.location] = "\(whip)/\(stageId)?access_token=\(Self.queryEscaped(token))"
+                requestLogger.info("WHIP publisher redirected to the stage's node", metadata: ["node": "\(peer.nodeId)"])
+                return WHIPResponses.plain(.temporaryRedirect, "stage \(stageId) is on node \(peer.nodeId): publish to \(whip)/\(stageId)",
+                                           headers: headers)
+            }
+        } catch {
+            return WHIPResponses.plain(.serviceUnavailable, "the stage's node cannot be found now: \(error.message)",
+                                       headers: [.retryAfter: "2"])
         }
         // 2. What does it send?
         guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/sdp") else {

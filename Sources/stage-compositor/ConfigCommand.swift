@@ -22,7 +22,7 @@ struct ConfigCommand: ParsableCommand {
             buckets {name: dir}, quotas {concurrentCompositions, encoderConfigurations, storageConfigurations, \
             publishersPerStage}, lifecycle {idleTimeoutSeconds, maximumDurationSeconds, retentionSeconds, \
             shutdownGraceSeconds}, events {file, stdout, webhook {url, maxAttempts}}, maxRequestBodyBytes, \
-            encoderPreset, logLevel, database {url, callTimeoutSeconds, nodeId, leaseTtlSeconds, heartbeatSeconds}. \
+            encoderPreset, logLevel, database {url, callTimeoutSeconds, nodeId, leaseTtlSeconds, heartbeatSeconds, fleet {secret, internalURL, advertisedURL, capacityMillicores}}. \
             Relative paths are taken from the file's folder.
             """
         )

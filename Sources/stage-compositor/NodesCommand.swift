@@ -43,8 +43,16 @@ struct NodesCommand: AsyncParsableCommand {
             let cpu = "\(node.reservedMillicores)/\(node.registration.capacityMillicores)m"
             return [node.registration.nodeId, "\(node.incarnation)", state, lease, cpu, "\(node.stages.count)", node.registration.apiURL]
         }
-        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
-        return ([header] + rows).map { row in
+        var text = aligned([header] + rows)
+        // Then each placed stage and its node.
+        let placements = nodes.flatMap { node in node.stages.map { [node.registration.nodeId, $0] } }
+        if !placements.isEmpty { text += "\n\n" + aligned([["NODE", "STAGE"]] + placements) }
+        return text
+    }
+
+    static func aligned(_ rows: [[String]]) -> String {
+        let widths = (rows.first ?? []).indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
             row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
                 .trimmingCharacters(in: .whitespaces)
         }.joined(separator: "\n")

@@ -1,6 +1,7 @@
 // The fleet's membership and placement on a real PostgreSQL. Lease times are the database's:
 // a lease "still valid" is given 60 s and one "expired" 0 ms, so no assertion depends on
 // how fast this machine runs.
+import APIModels
 import Foundation
 import Persistence
 import PostgresStore
@@ -131,6 +132,93 @@ import TestSupport
             // 1000 millicores hold ten 100s each: thirty placed, thirty refused, none over.
             #expect(perNode == ["a": 1_000, "b": 1_000, "c": 1_000])
             #expect(results.filter { if case .refused = $0 { true } else { false } }.count == 30)
+        }
+    }
+
+    @Test("a publisher's stage lands on the node it connected to when that node has room, else where most room is")
+    func preference() async throws {
+        try await PostgresStores.with { store in
+            _ = try await store.register(Self.node("a", capacity: 4_000), ttlMs: Self.long)
+            let b = try await store.register(Self.node("b", capacity: 1_000), ttlMs: Self.long)
+            guard case .placed(let near) = try await store.place(stageArn: "stage/1", costMillicores: 500, preferring: "b") else {
+                Issue.record("not placed")
+                return
+            }
+            #expect(near.nodeId == "b")
+            // b has 500 left: a stage needing 600 goes to a despite the preference.
+            guard case .placed(let far) = try await store.place(stageArn: "stage/2", costMillicores: 600, preferring: "b") else {
+                Issue.record("not placed")
+                return
+            }
+            #expect(far.nodeId == "a")
+            let found = try await store.placement(stageArn: "stage/1")
+            #expect(found?.0 == near)
+            #expect(found?.1.registration.internalURL == Self.node("b").internalURL && found?.1.live == true)
+            #expect(found?.1.incarnation == b.incarnation)
+            #expect(try await store.placement(stageArn: "stage/none") == nil)
+        }
+    }
+
+    @Test("a placement's cost rises only within its node's room, and only its holder changes it")
+    func cost() async throws {
+        try await PostgresStores.with { store in
+            let a = try await store.register(Self.node("a", capacity: 1_000), ttlMs: Self.long)
+            _ = try await store.place(stageArn: "stage/1", costMillicores: 300)
+            _ = try await store.place(stageArn: "stage/2", costMillicores: 300)
+            #expect(try await store.setPlacementCost(stageArn: "stage/1", nodeId: "a", incarnation: a.incarnation, costMillicores: 700))
+            #expect(try await store.setPlacementCost(stageArn: "stage/1", nodeId: "a", incarnation: a.incarnation, costMillicores: 701) == false)
+            #expect(try await store.placement(stageArn: "stage/1")?.0.costMillicores == 700)
+            // Falling always fits; a stale incarnation or another stage's holder changes nothing.
+            #expect(try await store.setPlacementCost(stageArn: "stage/1", nodeId: "a", incarnation: a.incarnation, costMillicores: 50))
+            #expect(try await store.setPlacementCost(stageArn: "stage/1", nodeId: "a", incarnation: a.incarnation &+ 1, costMillicores: 10) == false)
+            #expect(try await store.setPlacementCost(stageArn: "stage/9", nodeId: "a", incarnation: a.incarnation, costMillicores: 10) == false)
+            #expect(try await store.placement(stageArn: "stage/1")?.0.costMillicores == 50)
+        }
+    }
+
+    @Test("every node's token key is shared, and kept after its node is gone")
+    func tokenKeys() async throws {
+        try await PostgresStores.with { store in
+            try await store.putTokenKey(arn: "key/a", publicKeyPEM: "A1")
+            try await store.putTokenKey(arn: "key/b", publicKeyPEM: "B")
+            try await store.putTokenKey(arn: "key/a", publicKeyPEM: "A2")
+            #expect(try await store.tokenKeys() == ["key/a": "A2", "key/b": "B"])
+        }
+    }
+
+    static func composition(stage: String) -> StoredComposition {
+        StoredComposition(composition: Composition(arn: "arn:aws:ivs:us-east-1:123456789012:composition/\(stage)", stageArn: stage,
+                                                   state: .active, layout: .defaultGrid, destinations: []))
+    }
+
+    @Test("a fenced node writes a stage's state only while its lease is valid and no other node holds the stage")
+    func fencedWrites() async throws {
+        try await PostgresStores.with { store in
+            let a = try await store.register(Self.node("a"), ttlMs: Self.long)
+            let b = try await store.register(Self.node("b"), ttlMs: Self.long)
+            store.fenceWrites(nodeId: "a", incarnation: a.incarnation)
+            // Unplaced stage: a may write (a survivor finalizing a reaped node's compositions).
+            try await store.putComposition(Self.composition(stage: "stage/free"))
+            _ = try await store.place(stageArn: "stage/b", costMillicores: 100, preferring: "b")
+            await #expect(throws: PersistenceError.self) { try await store.putComposition(Self.composition(stage: "stage/b")) }
+            await #expect(throws: PersistenceError.self) {
+                try await store.putStageSession(StoredStageSession(stageArn: "stage/b", session: StageSession(sessionId: "s", startTime: APITimestamp(secondsSince1970: 1))))
+            }
+            #expect(try await store.composition(arn: Self.composition(stage: "stage/b").arn) == nil)
+            _ = try await store.place(stageArn: "stage/a", costMillicores: 100, preferring: "a")
+            try await store.putComposition(Self.composition(stage: "stage/a"))
+            // Its lease runs out: nothing more, even for its own stage.
+            #expect(try await store.renew(nodeId: "a", incarnation: a.incarnation, ttlMs: 0))
+            var refused = Self.composition(stage: "stage/a")
+            refused.composition.state = .stopped
+            do {
+                try await store.putComposition(refused)
+                Issue.record("an expired node wrote")
+            } catch let error as PersistenceError {
+                #expect(error.message.contains("fenced") && error.message.contains("expired"), "\(error.message)")
+            }
+            #expect(try await store.composition(arn: refused.arn)?.composition.state == .active)
+            _ = b
         }
     }
 }

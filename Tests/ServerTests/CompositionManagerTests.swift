@@ -121,7 +121,7 @@ final class CompositionManagerTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.code, .resourceNotFound)
         }
-        let listed = await h.manager.compositions()
+        let listed = try await h.manager.compositions()
         XCTAssertTrue(listed.isEmpty)
     }
 

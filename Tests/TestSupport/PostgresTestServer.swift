@@ -178,6 +178,16 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     /// `pg_ctl restart`: every connection is dropped and the server comes back on the same port.
     public func restart() throws {
-        try serverTool("pg_ctl", ["restart", "-m", "fast", "-w", "-t", "60", "-D", directory + "/data"])
+        try serverTool("pg_ctl", restartArguments)
     }
+
+    /// The command line `restart()` runs (as `postgres` when we are root), for a daemon-process
+    /// test whose script restarts the server itself at a moment of its choosing. Run it with its
+    /// output in a file, not a pipe: the server it starts keeps its output open.
+    public var restartCommand: [String] {
+        let tool = ["\(binaries)/pg_ctl"] + restartArguments
+        return getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + tool : tool
+    }
+
+    private var restartArguments: [String] { ["restart", "-m", "fast", "-w", "-t", "60", "-D", directory + "/data"] }
 }

@@ -5,6 +5,10 @@ sine tone, optionally with a white flash + a 2 kHz beep at the same instants (A/
 Non-trickle flow: gather all ICE candidates, POST the offer (Content-Type: application/sdp,
 Authorization: Bearer TOKEN), expect 201 + Location, apply the answer, publish for --duration
 seconds, then DELETE the Location. SIGINT/SIGTERM end the publishing early (still DELETEs).
+A 307/308 answer to the POST is followed, as a browser's fetch() does: the same offer is POSTed
+to its Location (at most 3 times), without the Authorization header when the Location is on
+another origin (a stage-compositor fleet's redirect carries the token in ?access_token= then);
+"redirects" in the JSON line lists the URLs followed.
 
 stdout: exactly one JSON line at the end, e.g.
   {"status": 201, "location": "http://.../resource/abc", "connected_after_s": 0.41,
@@ -250,17 +254,29 @@ async def run(args):
 
     loop = asyncio.get_running_loop()
     t_post = time.monotonic()
-    try:
-        status, headers, body = await loop.run_in_executor(
-            None, lambda: http("POST", args.url, args.token, offer, timeout=args.http_timeout))
-    except OSError as exc:
-        result.update(status=None, error=f"POST failed: {exc}")
-        await pc.close()
-        print(json.dumps(result), flush=True)
-        return 4
+    url, token = args.url, args.token
+    result["redirects"] = []
+    while True:
+        try:
+            status, headers, body = await loop.run_in_executor(
+                None, lambda: http("POST", url, token, offer, timeout=args.http_timeout))
+        except OSError as exc:
+            result.update(status=None, error=f"POST {url} failed: {exc}")
+            await pc.close()
+            print(json.dumps(result), flush=True)
+            return 4
+        hdr = {k.lower(): v for k, v in headers.items()}
+        if status not in (307, 308) or not hdr.get("location") or args.no_follow_redirects \
+                or len(result["redirects"]) >= 3 or status == args.expect_status:
+            break
+        target = urllib.parse.urljoin(url, hdr["location"])
+        LOG.info("POST %s answered %s: following to %s", url, status, target.split("?")[0])
+        if urllib.parse.urlsplit(target)[:2] != urllib.parse.urlsplit(url)[:2]:
+            token = None  # fetch() drops Authorization on a cross-origin redirect
+        result["redirects"].append(target.split("?")[0])
+        url = target
     result["status"] = status
     result["post_rtt_s"] = round(time.monotonic() - t_post, 3)
-    hdr = {k.lower(): v for k, v in headers.items()}
     if args.expect_status is not None and status == args.expect_status and status != 201:
         result["body"] = body
         await pc.close()
@@ -273,7 +289,7 @@ async def run(args):
         print(json.dumps(result), flush=True)
         return 2
     location = hdr.get("location")
-    result["location"] = urllib.parse.urljoin(args.url, location) if location else None
+    result["location"] = urllib.parse.urljoin(url, location) if location else None
     result["location_header"] = location
     if hdr.get("etag"):
         result["etag"] = hdr["etag"]
@@ -320,7 +336,7 @@ async def run(args):
     if result.get("location") and not (failed.is_set() and args.no_delete_after_failure):
         try:
             dstatus, _, dbody = await loop.run_in_executor(
-                None, lambda: http("DELETE", result["location"], args.token, timeout=args.http_timeout))
+                None, lambda: http("DELETE", result["location"], token, timeout=args.http_timeout))
             result["delete_status"] = dstatus
             if dstatus >= 300:
                 LOG.warning("DELETE returned %s: %s", dstatus, dbody[:300])
@@ -373,6 +389,7 @@ def parse_args(argv=None):
     p.add_argument("--host-ip", default="127.0.0.1",
                    help="comma-separated ICE host candidate address(es); 'all' = aioice default (skips loopback)")
     p.add_argument("--expect-status", type=int, help="exit 0 if the POST returns this status (refusal tests)")
+    p.add_argument("--no-follow-redirects", action="store_true", help="treat a 307/308 answer to the POST as final")
     p.add_argument("--offer-only", action="store_true", help="print the SDP offer to stdout and exit")
     p.add_argument("--no-audio", action="store_true")
     p.add_argument("--no-video", action="store_true")

@@ -4,9 +4,10 @@
 // the database never goes on as if it still owned its stages. Nodes whose leases ran out are
 // reaped once this one has renewed without a break for a full lease.
 //
-// Until compositions and stages carry their owner, one database serves one live node: a
-// daemon refuses to start while another node's lease is valid (two would each take the
-// other's compositions for its own crash leftovers).
+// Without fleet mode, one database serves one live node: a daemon refuses to start while
+// another node's lease is valid. In fleet mode every node's stage writes are fenced by its
+// lease (PostgresCompositionStore.fenceWrites), and what a lost node held is handed to
+// `takeOver` of the node that reaped it.
 import Fleet
 import Foundation
 import Logging
@@ -26,9 +27,18 @@ final class FleetMember: Service {
     private let keeper: Mutex<LeaseKeeper>
     private let origin: ContinuousClock.Instant
     private let logger: Logger
+    /// What an older incarnation of this node held when it registered (taken over at start-up).
+    let previous: LostNode?
+    /// Called with every node this one reaps, once.
+    private let takeOverHandler = Mutex<(@Sendable (LostNode) async -> Void)?>(nil)
+    /// Reaped nodes, taken over by a child task of `run` (the heartbeat never waits for it).
+    private let lost: AsyncStream<LostNode>
+    private let lostContinuation: AsyncStream<LostNode>.Continuation
 
     private init(store: PostgresCompositionStore, registration: FleetNodeRegistration, incarnation: Int64, keeper: LeaseKeeper,
-                 origin: ContinuousClock.Instant, logger: Logger) {
+                 origin: ContinuousClock.Instant, previous: LostNode?, logger: Logger) {
+        self.previous = previous
+        (lost, lostContinuation) = AsyncStream.makeStream()
         self.store = store
         self.registration = registration
         self.incarnation = incarnation
@@ -37,15 +47,16 @@ final class FleetMember: Service {
         self.logger = logger
     }
 
-    /// Registers `registration` as a new incarnation, unless another node holds the database.
+    /// Registers `registration` as a new incarnation; unless `fleet`, only when no other node
+    /// holds the database.
     static func join(store: PostgresCompositionStore, registration: FleetNodeRegistration, settings: LeaseKeeper.Settings,
-                     logger: Logger) async throws -> FleetMember {
+                     fleet: Bool = false, logger: Logger) async throws -> FleetMember {
         let others = try await store.fleetNodes().filter { $0.live && $0.registration.nodeId != registration.nodeId }
-        if let other = others.first {
+        if !fleet, let other = others.first {
             throw FleetMemberError(description: """
                 another daemon uses this database: node \(other.registration.nodeId) (incarnation \(other.incarnation), \
                 API \(other.registration.apiURL)), its lease valid for \(other.leaseRemainingMs) ms more. One node per \
-                database until fleet mode; stop it, or wait for its lease to run out if it is gone
+                database without fleet mode (database.fleet); stop it, or wait for its lease to run out if it is gone
                 """)
         }
         let origin = ContinuousClock.now
@@ -59,13 +70,22 @@ final class FleetMember: Service {
             metadata["previous.stages"] = "\(previous.stages.count)"
         }
         logger.notice("registered in the database as a new incarnation", metadata: metadata)
+        if fleet { store.fenceWrites(nodeId: registration.nodeId, incarnation: incarnation) }
         return FleetMember(store: store, registration: registration, incarnation: incarnation, keeper: keeper, origin: origin,
-                           logger: logger)
+                           previous: previous, logger: logger)
     }
 
     private var elapsedMs: Int64 {
         let elapsed = ContinuousClock.now - origin
         return elapsed.components.seconds &* 1000 &+ elapsed.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// The exit status of a node that fenced itself (EX_TEMPFAIL: systemd starts it again).
+    static let fencedExitStatus: Int32 = 75
+
+    /// Sets what is done with each node this one reaps.
+    func onTakeOver(_ handler: @escaping @Sendable (LostNode) async -> Void) {
+        takeOverHandler.withLock { $0 = handler }
     }
 
     /// Whether this node still owns what it runs (false once fenced).
@@ -74,13 +94,22 @@ final class FleetMember: Service {
     func run() async throws {
         let settings = keeper.withLock { $0.settings }
         logger.info("lease heartbeat started", metadata: ["heartbeat.ms": "\(settings.heartbeatMs)"])
-        while !Task.isShuttingDownGracefully {
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(settings.heartbeatMs)) }
-            } catch {
-                break
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask {
+                for await node in self.lost {
+                    guard let handler = self.takeOverHandler.withLock({ $0 }) else { continue }
+                    await handler(node)
+                }
             }
-            try await heartbeat()
+            defer { self.lostContinuation.finish() }
+            while !Task.isShuttingDownGracefully {
+                do {
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(settings.heartbeatMs)) }
+                } catch {
+                    break
+                }
+                try await self.heartbeat()
+            }
         }
         // Leaving on purpose: the row goes, so nobody waits for the lease to run out.
         do {
@@ -108,18 +137,40 @@ final class FleetMember: Service {
         guard owner else {
             let reason: String
             if case .fenced(let why) = state { reason = why } else { reason = "lease lost" }
-            logger.critical("fenced itself: stopping, writing nothing more as this incarnation",
+            logger.critical("fenced itself: exiting now, writing nothing more as this incarnation",
                             metadata: ["node": "\(registration.nodeId)", "incarnation": "\(incarnation)", "reason": "\(reason)"])
-            throw FleetMemberError(description: "fenced: \(reason)")
+            // At once, not by a graceful stop: a survivor owns this node's stages now, and a
+            // graceful stop would finish outputs (and write) for them. The spools stay on disk;
+            // the next incarnation uploads only what it takes over itself.
+            exit(Self.fencedExitStatus)
         }
         guard mayReap else { return }
         do {
             for lost in try await store.reapExpired() {
                 logger.warning("reaped a node whose lease ran out", metadata: [
                     "node": "\(lost.nodeId)", "incarnation": "\(lost.incarnation)", "stages": "\(lost.stages.joined(separator: ","))"])
+                lostContinuation.yield(lost)
             }
         } catch {
             logger.warning("reaping failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// The first service to hear SIGTERM in a fleet node: it takes the node out of placement at
+/// once (no new stages come to it) while the services after it stop its ingest and let its
+/// compositions finish; the membership itself leaves last.
+struct FleetDrain: Service {
+    let member: FleetMember
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        do {
+            try await member.store.setDraining(nodeId: member.registration.nodeId, incarnation: member.incarnation, true)
+            logger.notice("draining: this node takes no new stages", metadata: ["node": "\(member.registration.nodeId)"])
+        } catch {
+            logger.warning("could not mark this node draining", metadata: ["error": "\(error)"])
         }
     }
 }
