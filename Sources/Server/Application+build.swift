@@ -82,8 +82,12 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
         let local = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)"
         let internalURL = fleet?.internalURL ?? local
         let advertised = fleet?.advertisedURL ?? internalURL
-        let rtmpHost = configuration.ingest.publicHost ?? URL(string: advertised)?.host ?? listen.host
-        let rtmp = configuration.ingest.rtmp.enabled ? "rtmp://\(rtmpHost):\(configuration.ingest.rtmp.port)/app" : nil
+        // Where other nodes relay RTMP publishers of this node's stages: RTMPS when it listens,
+        // at the internal URL's host.
+        let ingest = configuration.ingest
+        let internalHost = URL(string: internalURL)?.host ?? listen.host
+        let rtmp = ingest.rtmps.enabled ? "rtmps://\(internalHost):\(ingest.rtmps.port)/app"
+            : ingest.rtmp.enabled ? "rtmp://\(internalHost):\(ingest.rtmp.port)/app" : nil
         let registration = FleetNodeRegistration(
             nodeId: configuration.database.resolvedNodeId, internalURL: internalURL, apiURL: advertised, rtmpURL: rtmp,
             whipURL: configuration.ingest.whip.enabled ? advertised + "/whip" : nil,

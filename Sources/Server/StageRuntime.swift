@@ -35,6 +35,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         var tokenKeyArn: String? = nil
         /// What it holds of this node's placement of the stage.
         var reservation: StageReservation? = nil
+        /// An RTMP publisher whose stage is on another node: relayed there, not on this stage.
+        var relay: RTMPRelay? = nil
     }
 
     enum Message: Sendable {
@@ -173,29 +175,54 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                       metadata: ["stage.arn": "\(stored.stageArn)", "session.id": "\(sessionId)"])
     }
 
-    /// Reserves a publisher's share of the stage's node, placing the stage here when nowhere
-    /// yet. A stage placed on another node is refused here with where to publish instead.
-    private func claimPublisher(stageArn: String, transport: String, logger: Logger, participantId: String, userId: String) async
-        -> Result<StageReservation, RefusedAdmission> {
+    enum PublisherClaim {
+        /// The stage is this node's: the publisher joins it, holding this reservation.
+        case local(StageReservation)
+        /// The stage is on another node.
+        case remote(FleetPeer)
+        case refused(IngestAdmissionDecision)
+    }
+
+    /// Reserves a publisher's share of the stage's node, placing the stage here when nowhere yet.
+    private func claimPublisher(stageArn: String, logger: Logger, participantId: String, userId: String) async -> PublisherClaim {
         do {
             switch try await ownership.claim(stageArn: stageArn, millicores: PlacementCost.publishers(1), preferLocal: true,
                                              forwarded: false) {
-            case .local(let reservation):
-                return .success(reservation)
-            case .remote(let peer):
-                let address = (transport == "WHIP" ? peer.whipURL : peer.rtmpURL) ?? peer.internalURL
-                return .failure(RefusedAdmission(decision: refuse(
-                    .quotaExceeded, "stage \(stageArn) is placed on node \(peer.nodeId): publish to \(address)", logger: logger,
-                    stage: stageArn, participantId: participantId, userId: userId)))
+            case .local(let reservation): return .local(reservation)
+            case .remote(let peer): return .remote(peer)
             }
         } catch {
             let code: IngestPublishError = error.code == .serviceQuotaExceeded ? .quotaExceeded : .internalServerException
-            return .failure(RefusedAdmission(decision: refuse(code, error.message, logger: logger, stage: stageArn,
-                                                              participantId: participantId, userId: userId)))
+            return .refused(refuse(code, error.message, logger: logger, stage: stageArn, participantId: participantId, userId: userId))
         }
     }
 
-    struct RefusedAdmission: Error { var decision: IngestAdmissionDecision }
+    /// An RTMP publisher of a stage on another node: kept here, its media relayed to the owner
+    /// with its own stream key (encoders do not follow redirects). The owner records it as
+    /// the stage's participant; this node only carries the connection.
+    private func relay(_ request: IngestAdmissionRequest, configuration config: IngestConfiguration, ingestArn: String, to peer: FleetPeer,
+                       key: StreamKey, disconnect: @escaping @Sendable (String) -> Void, logger: Logger) -> IngestAdmissionDecision {
+        guard let base = peer.rtmpURL else {
+            return refuse(.internalServerException, "stage \(config.stageArn) is on node \(peer.nodeId), which takes no RTMP",
+                          logger: logger, stage: config.stageArn, participantId: config.participantId, userId: config.userId ?? "")
+        }
+        let identity = LiveParticipantIdentity(participantId: config.participantId, userId: config.userId ?? "",
+                                               attributes: config.attributes ?? [:])
+        // Its own namespace on this node's hub: nothing here composes a relayed publisher.
+        let publisher = hub.join(stageArn: "relay:" + config.stageArn, identity: identity, disconnect: disconnect)
+        let publication = Publication(publisher: publisher, runtime: self)
+        let relay = RTMPRelay(publisher: publisher, url: "\(base)/\(request.streamKey)", displayURL: "\(base)/\(key.redacted)",
+                              logger: logger) { failure in
+            guard let failure else { return }
+            logger.warning("relay to the stage's node ended; disconnecting the publisher", metadata: ["reason": "\(failure)"])
+            disconnect("the stage's node ended the relay: \(failure)")
+        }
+        connections[ingestArn] = Connection(publication: publication, stageArn: config.stageArn, participantId: config.participantId,
+                                            ingestConfigurationArn: ingestArn, relay: relay)
+        logger.info("publisher relayed to the stage's node", metadata: ["stage.arn": "\(config.stageArn)", "node": "\(peer.nodeId)",
+                                                                         "participant.id": "\(config.participantId)"])
+        return .accepted(publication)
+    }
 
     // MARK: IngestAdmission
 
@@ -311,10 +338,15 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         }
 
         let reservation: StageReservation
-        switch await claimPublisher(stageArn: config.stageArn, transport: request.transport.rawValue, logger: requestLogger,
-                                    participantId: config.participantId, userId: userId) {
-        case .success(let held): reservation = held
-        case .failure(let refused): return refused.decision
+        switch await claimPublisher(stageArn: config.stageArn, logger: requestLogger, participantId: config.participantId, userId: userId) {
+        case .local(let held): reservation = held
+        case .refused(let decision): return decision
+        case .remote(let peer):
+            guard connections[arn] == nil else {
+                return refuse(.reuseOfStreamKey, "the stream key of \(arn) is already publishing", logger: requestLogger,
+                              stage: config.stageArn, participantId: config.participantId, userId: userId)
+            }
+            return relay(request, configuration: config, ingestArn: arn, to: peer, key: key, disconnect: disconnect, logger: requestLogger)
         }
         guard connections[arn] == nil else {
             await ownership.release(reservation)
@@ -365,10 +397,13 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                           logger: requestLogger, stage: stageArn, participantId: participantId, userId: userId)
         }
         let reservation: StageReservation
-        switch await claimPublisher(stageArn: stageArn, transport: IngestTransport.whip.rawValue, logger: requestLogger,
-                                    participantId: participantId, userId: userId) {
-        case .success(let held): reservation = held
-        case .failure(let refused): return refused.decision
+        switch await claimPublisher(stageArn: stageArn, logger: requestLogger, participantId: participantId, userId: userId) {
+        case .local(let held): reservation = held
+        case .refused(let decision): return decision
+        case .remote(let peer):
+            // The WHIP endpoint redirects to the owner before admission; the stage moved meanwhile.
+            return refuse(.internalServerException, "stage \(stageArn) is now on node \(peer.nodeId): publish again",
+                          logger: requestLogger, stage: stageArn, participantId: participantId, userId: userId)
         }
         guard connections[key] == nil else {
             await ownership.release(reservation)
@@ -412,6 +447,11 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         guard let (arn, connection) = connections.first(where: { $0.value.publication === publication }) else { return }
         connections[arn] = nil
         publication.publisher.leave()
+        if let relay = connection.relay {
+            relay.stop()
+            logger.info("relayed publisher left", metadata: ["stage.arn": "\(connection.stageArn)", "reason": "\(reason)"])
+            return
+        }
         await apply(book.leave(stageArn: connection.stageArn, participantId: connection.participantId, at: seconds()))
         if let reservation = connection.reservation { await ownership.release(reservation) }
         logger.info("publisher left the stage", metadata: ["stage.arn": "\(connection.stageArn)",

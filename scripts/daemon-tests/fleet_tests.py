@@ -460,7 +460,8 @@ def test_fleet_any_node_answers(fleet):
     """Three nodes. The stage is created through A, an ffmpeg publisher (red, 440 Hz) pushes RTMP
     to B, so the stage is placed on B; an aiortc publisher (green, 660 Hz) POSTs its offer to C,
     which answers 307 to B's WHIP URL with the token in ?access_token=, and the client follows
-    it. StartComposition through A is forwarded to B; Get/ListCompositions, GetStage and
+    it; a second ffmpeg publisher (blue, 880 Hz) pushes RTMP to C, which relays it to B (encoders
+    do not follow redirects). StartComposition through A is forwarded to B; Get/ListCompositions, GetStage and
     ListParticipants agree on all three nodes; StopComposition through C and
     DisconnectParticipant through A are forwarded too. The composite in the bucket shows both
     colours and sounds both tones."""
@@ -494,6 +495,16 @@ def test_fleet_any_node_answers(fleet):
     except Failure as failure:
         raise Failure(f"{failure}\naiortc: {whip.output()}")
     figure(f"WHIP: POST to {c.node_id} answered 307 to {b.node_id}; the client followed it and publishes")
+
+    # RTMP through C: C keeps the connection and relays the media to B.
+    blue = create_ingest(a, stage_arn, "blue", secure=False)
+    relayed_at = time.time()
+    fleet.adopt(Publisher(c.rtmp_url(stage, blue), "blue", 880, fleet.workdir, "blue"))
+    fleet.wait_publishing(a, stage_arn, blue["participantId"], timeout=30)
+    check(fleet.owner(stage_arn).node_id == b.node_id, "the relayed publisher joins the stage on node-b")
+    check("publisher relayed to the stage's node" in c.log(), f"{c.node_id} says it relays:\n{c.log()}")
+    figure(f"RTMP: a publisher on {c.node_id} relayed to {b.node_id}, publishing there {time.time() - relayed_at:.2f} s "
+           "after ffmpeg started")
 
     # StartComposition through A, forwarded to B.
     requested = time.time()
@@ -535,15 +546,16 @@ def test_fleet_any_node_answers(fleet):
     listed = agreed("ListParticipants", lambda node: sorted(
         (p["participantId"], p.get("userId"), p["state"], p.get("published"))
         for p in fleet.participants(node, stage_arn, session)))
-    check({(p[0], p[2]) for p in listed} == {(red["participantId"], "CONNECTED"), (green["participantId"], "CONNECTED")},
+    check({(p[0], p[2]) for p in listed} == {(red["participantId"], "CONNECTED"), (green["participantId"], "CONNECTED"),
+                                             (blue["participantId"], "CONNECTED")},
           f"participants: {listed}")
-    for config, protocol in ((red, "RTMP"), (green, "WHIP")):
+    for config, protocol in ((red, "RTMP"), (green, "WHIP"), (blue, "RTMPS")):
         detail = fleet.call(c, "get_participant", stageArn=stage_arn, sessionId=session,
                             participantId=config["participantId"])["participant"]
         check(detail.get("protocol") == protocol, f"GetParticipant through {c.node_id}: {detail}")
     _, table = fleet.nodes_table()
     figure(f"stage on {b.node_id}, reserved {table[b.node_id]['reserved']}/{table[b.node_id]['capacity']} m "
-           f"(composition of 2 participants at {SIZE[0]}x{SIZE[1]}@30 and 2 publishers)")
+           f"(composition of 3 participants at {SIZE[0]}x{SIZE[1]}@30 and 3 publishers)")
 
     # StopComposition through C, forwarded to B.
     time.sleep(max(0.0, t0 + 8 - time.time()))
@@ -577,7 +589,8 @@ def test_fleet_any_node_answers(fleet):
     figure(f"any node: recording of {extinf:.1f} s in {len(segments)} segments (stopped {stop_at:.1f} s after ACTIVE); "
            f"slowest API call {fleet.slowest_call[0]:.2f} s ({fleet.slowest_call[1]}) of {fleet.calls}")
     video, audio = media_check.Video(playlist, *SIZE), media_check.Audio(playlist)
-    check_phases("fleet recording", video, audio, [(1.5, video.duration - 0.5, [("red", 440), ("green", 660)])],
+    check_phases("fleet recording", video, audio,
+                 [(1.5, video.duration - 0.5, [("red", 440), ("green", 660), ("blue", 880)])],
                  fleet.binary)
 
 
