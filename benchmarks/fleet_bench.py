@@ -42,6 +42,7 @@ Usage: benchmarks/fleet_bench.py [--binary PATH] [--idle-seconds 30] [--rate 100
 import argparse
 import collections
 import concurrent.futures
+import gc
 import json
 import os
 import pwd
@@ -209,16 +210,16 @@ class PostgresServer:
             self.query("SELECT pg_stat_statements_reset()")
 
     def statement_stats(self, top=8):
-        """(calls, total execution ms, [(calls, ms, query)...]) in `bench` since the last reset."""
+        """(calls, total execution ms, [(calls, ms, rows, query)...]) in `bench` since the last reset."""
         if not self.statements:
             return None
         bench = "(SELECT oid FROM pg_database WHERE datname = 'bench')"
         total = self.query(f"SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
                            f"WHERE dbid = {bench}")[0]
-        rows = self.query(f"SELECT calls, round(total_exec_time::numeric, 2), "
+        rows = self.query(f"SELECT calls, round(total_exec_time::numeric, 2), rows, "
                           f"left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements "
                           f"WHERE dbid = {bench} ORDER BY calls DESC LIMIT {top}")
-        return int(float(total[0])), float(total[1]), [(int(r[0]), float(r[1]), r[2]) for r in rows]
+        return int(float(total[0])), float(total[1]), [(int(r[0]), float(r[1]), int(r[2]), r[3]) for r in rows]
 
     def log_problems(self):
         try:
@@ -329,7 +330,8 @@ class Window:
                 "statements_per_s": round(calls / wall, 2),
                 "statements_per_s_per_node": round(calls / wall / len(self.fleet.nodes), 2),
                 "statement_exec_ms_per_s": round(ms / wall, 2),
-                "top_statements": [{"calls_per_s": round(c / wall, 2), "exec_ms": m, "query": q} for c, m, q in top],
+                "top_statements": [{"calls_per_s": round(c / wall, 2), "exec_ms": m, "rows_per_call": round(r / c, 2) if c else None,
+                                    "query": q} for c, m, r, q in top],
             })
         result["database"] = database
         result["moto"] = {
@@ -433,6 +435,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.calls = []          # (operation, node, scheduled offset s, latency s, service s, send lag s, error code)
         self.error_examples = {}
+        self.pauses = []           # (offset s, how late s) of the client's own stalls
 
     def add(self, operation, node, offset, latency, service, lag, error=None, message=None):
         with self.lock:
@@ -517,6 +520,22 @@ def run_load(args, fleet, clients, context, recorder):
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.workers, thread_name_prefix="bench")
     futures = []
     t0 = time.monotonic() + 0.5
+    # The client's own pauses (the machine or the interpreter stalling this process) inflate the
+    # latencies of every call in flight: a thread that should wake every 5 ms records how late it
+    # woke. The garbage collector is off meanwhile (a full collection paused the client ~60 ms).
+    pauses, stopping = [], threading.Event()
+
+    def watch():
+        while not stopping.is_set():
+            before = time.monotonic()
+            time.sleep(0.005)
+            late = time.monotonic() - before - 0.005
+            if late > 0.02:
+                pauses.append((before - t0, late))
+    watcher = threading.Thread(target=watch, daemon=True)
+    gc.collect()
+    gc.disable()
+    watcher.start()
     try:
         for index, (operation, node_id) in enumerate(plan):
             due = t0 + index / args.rate
@@ -528,7 +547,10 @@ def run_load(args, fleet, clients, context, recorder):
         concurrent.futures.wait(futures, timeout=args.timeout + 30)
         answered_over = time.monotonic() - t0
     finally:
+        stopping.set()
+        gc.enable()
         pool.shutdown(wait=False, cancel_futures=True)
+    recorder.pauses = pauses
     return sent_over, answered_over, mix
 
 
@@ -544,7 +566,7 @@ def latency_summary(calls):
     return summary
 
 
-def analyse_load(calls, sent_over, answered_over, args):
+def analyse_load(calls, pauses, sent_over, args):
     result = {"target_rate": args.rate, "seconds": args.seconds, "requests_scheduled": int(args.rate * args.seconds)}
     creates = [c for c in calls if c[0] != "DeleteStage"]   # a DeleteStage is extra, not a scheduled request
     result["requests_sent"] = len(creates)
@@ -564,6 +586,9 @@ def analyse_load(calls, sent_over, answered_over, args):
     result["service_time"] = {f"p{p}_ms": round(percentile(service, p) * 1000, 2) for p in (50, 90, 99)} if service else {}
     result["client_send_lag"] = ({f"p{p}_ms": round(percentile(lags, p) * 1000, 2) for p in (50, 99)}
                                  | {"max_ms": round(lags[-1] * 1000, 2)}) if lags else {}
+    result["client_pauses_over_20ms"] = {"count": len(pauses), "max_ms": round(max((p[1] for p in pauses), default=0) * 1000, 1),
+                                         "worst": [{"at_s": round(at, 2), "ms": round(late * 1000, 1)}
+                                                   for at, late in sorted(pauses, key=lambda p: -p[1])[:5]]}
     result["over_100ms"] = sum(1 for c in calls if c[3] > 0.1)
     result["over_1s"] = sum(1 for c in calls if c[3] > 1.0)
     slowest = sorted(calls, key=lambda c: c[3], reverse=True)[:10]
@@ -629,7 +654,7 @@ def print_window(title, window):
     moto = window["moto"]
     log(f"  moto: {moto['s3_requests_per_s']:.2f} S3 requests/s, CPU {fmt(moto['cpu_percent'], 2)} %")
     for statement in db.get("top_statements", [])[:6]:
-        log(f"    {statement['calls_per_s']:>7.2f}/s  {statement['query']}")
+        log(f"    {statement['calls_per_s']:>7.2f}/s {statement['rows_per_call']:>6.2f} rows  {statement['query']}")
 
 
 def print_load(load):
@@ -639,7 +664,8 @@ def print_load(load):
         f"{load['errors'] or 'none'}")
     lag = load["client_send_lag"]
     log(f"  client send lag p50 {fmt(lag.get('p50_ms'), 2)} ms, p99 {fmt(lag.get('p99_ms'), 2)} ms, max "
-        f"{fmt(lag.get('max_ms'), 1)} ms; calls over 100 ms: {load['over_100ms']}, over 1 s: {load['over_1s']}")
+        f"{fmt(lag.get('max_ms'), 1)} ms; client paused > 20 ms {load['client_pauses_over_20ms']['count']} times (longest "
+        f"{load['client_pauses_over_20ms']['max_ms']:.0f} ms); calls over 100 ms: {load['over_100ms']}, over 1 s: {load['over_1s']}")
     header = f"  {'':<24} {'calls':>6} {'err':>4} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}"
     log(header)
 
@@ -673,6 +699,18 @@ def choose_binary(requested):
             "`swift build -c release` for real numbers)")
         return debug
     sys.exit("no stage-compositor build found (.build/release or .build/debug)")
+
+
+def git_state():
+    """The checkout's commit, and whether its sources differ from it (the binary may not be the commit's)."""
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "Sources", "Package.swift"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return f"{head}{' + uncommitted changes under Sources' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def main():
@@ -710,13 +748,16 @@ def main():
 
     workdir = tempfile.mkdtemp(prefix="fleet-bench-")
     pg = fleet = None
-    results = {"binary": os.path.abspath(binary), "cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(),
+    results = {"binary": os.path.abspath(binary), "binary_built": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(
+                   os.path.getmtime(binary))), "git": git_state(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(),
                "lease": {"leaseTtlSeconds": args.lease_ttl, "heartbeatSeconds": args.heartbeat}, "nodes": NODES,
                "arguments": vars(args)}
     status = 0
     try:
         pg = PostgresServer(unsafe_fast=args.pg_unsafe_fast, statements=not args.no_pg_stat_statements)
         pg.start()
+        log(f"{results['binary']} (built {results['binary_built']}; checkout {results['git']})")
         log(f"PostgreSQL {pg.version} on 127.0.0.1:{pg.port} ({'fsync off' if args.pg_unsafe_fast else 'fsync on'}"
             f"{', pg_stat_statements' if pg.statements else ''}); binary {binary}; "
             f"lease {args.lease_ttl:g} s renewed every {args.heartbeat:g} s; load average {os.getloadavg()[0]:.2f} "
@@ -747,9 +788,9 @@ def main():
             recorder = Recorder()
             log(f"load: {args.rate:g} requests/s for {args.seconds:g} s...")
             window = Window(fleet, pg).begin()
-            sent_over, answered_over, mix = run_load(args, fleet, clients, context, recorder)
+            sent_over, _, mix = run_load(args, fleet, clients, context, recorder)
             during = window.end()
-            load = analyse_load(list(recorder.calls), sent_over, answered_over, args)
+            load = analyse_load(list(recorder.calls), recorder.pauses, sent_over, args)
             load["mix_weights"] = mix
             load["error_examples"] = recorder.error_examples
             load["resources"] = {k: v for k, v in context.items() if k != "delete"}

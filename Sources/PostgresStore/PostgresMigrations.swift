@@ -58,5 +58,17 @@ enum PostgresMigrations {
         Migration(version: "0003-fleet-token-keys", statements: [
             "CREATE TABLE fleet_token_key (arn text PRIMARY KEY, public_key_pem text NOT NULL)",
         ]),
+        // The event outbox, delivered in order by the one node holding its lease.
+        Migration(version: "0004-event-outbox", statements: [
+            """
+            CREATE TABLE event_outbox (sequence bigserial PRIMARY KEY, document text NOT NULL, node_id text NOT NULL,
+              created_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz)
+            """,
+            "CREATE INDEX event_outbox_pending ON event_outbox (sequence) WHERE delivered_at IS NULL",
+            """
+            CREATE TABLE outbox_lease (id integer PRIMARY KEY CHECK (id = 1), node_id text NOT NULL, incarnation bigint NOT NULL,
+              expires_at timestamptz NOT NULL)
+            """,
+        ]),
     ]
 }

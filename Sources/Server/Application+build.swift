@@ -124,7 +124,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         latency: Int64(ingest.latencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000),
         keyframeCacheBytes: ingest.keyframeCacheBytes, keyframeCachePackets: ingest.keyframeCachePackets))
     let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics, hub: hub)
-    let events: any EventSink
+    var events: any EventSink
     var eventServices: [any Service] = []
     if let given = dependencies.events {
         events = given
@@ -136,6 +136,14 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
                                          webhook: webhook, httpClient: HTTPClient.shared, logger: logger)
         events = sinks.sink
         if let webhookSink = sinks.webhook { eventServices.append(webhookSink) }
+    }
+    if let fleet {
+        // In a fleet, events go through the database's outbox, delivered in order by one node.
+        let outbox = FleetEventOutbox(store: fleet.ownership.store, nodeId: fleet.ownership.nodeId,
+                                      incarnation: fleet.ownership.incarnation, sinks: events,
+                                      mayDeliver: { [member = fleet.member] in member.isOwner }, logger: logger)
+        events = outbox
+        eventServices.append(outbox)
     }
     let authenticator: any RequestAuthenticator = dependencies.authenticator ?? (
         configuration.auth.enabled

@@ -221,4 +221,39 @@ import TestSupport
             _ = b
         }
     }
+
+    @Test("the outbox: appended in order while the lease is valid, delivered by one lease holder at a time, marked only by it")
+    func outbox() async throws {
+        try await PostgresStores.with { store in
+            let a = try await store.register(Self.node("a"), ttlMs: Self.long)
+            let b = try await store.register(Self.node("b"), ttlMs: Self.long)
+            for (index, node) in [("a", a.incarnation), ("b", b.incarnation), ("a", a.incarnation)].enumerated() {
+                #expect(try await store.appendOutboxEvent("event \(index)", nodeId: node.0, incarnation: node.1))
+            }
+            // One holder: a takes the lease, b cannot, a renews it.
+            #expect(try await store.claimOutbox(nodeId: "a", incarnation: a.incarnation, ttlMs: Self.long))
+            #expect(try await store.claimOutbox(nodeId: "b", incarnation: b.incarnation, ttlMs: Self.long) == false)
+            #expect(try await store.claimOutbox(nodeId: "a", incarnation: a.incarnation, ttlMs: Self.long))
+            let pending = try await store.pendingOutboxEvents(limit: 10)
+            #expect(pending.map(\.document) == ["event 0", "event 1", "event 2"])
+            #expect(pending.map(\.sequence) == pending.map(\.sequence).sorted())
+            // Only the holder marks; b's mark changes nothing.
+            #expect(try await store.markOutboxDelivered(upTo: pending[1].sequence, nodeId: "b", incarnation: b.incarnation) == false)
+            #expect(try await store.markOutboxDelivered(upTo: pending[1].sequence, nodeId: "a", incarnation: a.incarnation))
+            #expect(try await store.pendingOutboxEvents(limit: 10).map(\.document) == ["event 2"])
+            // a leaves: b takes over and goes on from the first undelivered event.
+            try await store.releaseOutbox(nodeId: "a", incarnation: a.incarnation)
+            #expect(try await store.claimOutbox(nodeId: "b", incarnation: b.incarnation, ttlMs: Self.long))
+            #expect(try await store.claimOutbox(nodeId: "a", incarnation: a.incarnation, ttlMs: Self.long) == false)
+            // A node whose lease ran out appends nothing.
+            #expect(try await store.renew(nodeId: "a", incarnation: a.incarnation, ttlMs: 0))
+            #expect(try await store.appendOutboxEvent("late", nodeId: "a", incarnation: a.incarnation) == false)
+            #expect(try await store.pendingOutboxEvents(limit: 10).map(\.document) == ["event 2"])
+            // The holder's node lease runs out: its outbox lease (60 s left) is taken at once.
+            let c = try await store.register(Self.node("c"), ttlMs: Self.long)
+            #expect(try await store.claimOutbox(nodeId: "c", incarnation: c.incarnation, ttlMs: Self.long) == false)
+            #expect(try await store.renew(nodeId: "b", incarnation: b.incarnation, ttlMs: 0))
+            #expect(try await store.claimOutbox(nodeId: "c", incarnation: c.incarnation, ttlMs: Self.long))
+        }
+    }
 }

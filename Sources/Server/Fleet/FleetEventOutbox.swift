@@ -1,0 +1,131 @@
+// A fleet node's events go through the database's outbox (PostgresOutbox): appended here in
+// the order they were made, delivered to the configured sinks by whichever node holds the
+// outbox lease, in the order of the outbox. So a stage's updates and a composition's changes
+// reach a webhook in order even when different nodes made them (a failover), once each in
+// steady state (at least once across a delivering node's death).
+//
+// The database being out delays events, it does not lose them: appends are retried in order;
+// at shutdown, what still cannot be appended is delivered by this node directly.
+import EventSinks
+import Events
+import Foundation
+import Logging
+import Persistence
+import PostgresStore
+import ServiceLifecycle
+import Synchronization
+
+final class FleetEventOutbox: EventSink, Service {
+    private let store: PostgresCompositionStore
+    private let nodeId: String
+    private let incarnation: Int64
+    /// The configured sinks (file, standard output, webhook) this node delivers to.
+    private let sinks: any EventSink
+    private let logger: Logger
+    /// Whether this node still holds its own lease (a node paused past it delivers nothing).
+    private let mayDeliver: @Sendable () -> Bool
+    private let (appended, appender) = AsyncStream<IVSEvent>.makeStream()
+    private let writerDone = Atomic<Bool>(false)
+    /// How long the outbox lease lasts without renewal, and how often pending events are looked for.
+    static let leaseTtlMs: Int64 = 5_000
+    static let pollInterval = Duration.milliseconds(200)
+
+    init(store: PostgresCompositionStore, nodeId: String, incarnation: Int64, sinks: any EventSink,
+         mayDeliver: @escaping @Sendable () -> Bool, logger: Logger) {
+        self.mayDeliver = mayDeliver
+        self.store = store
+        self.nodeId = nodeId
+        self.incarnation = incarnation
+        self.sinks = sinks
+        var logger = logger
+        logger[metadataKey: "component"] = "outbox"
+        self.logger = logger
+    }
+
+    func publish(_ event: IVSEvent) async { appender.yield(event) }
+
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.writeLoop() }
+            group.addTask { await self.deliverLoop() }
+            try? await gracefulShutdown()
+            // What was published before shutdown is appended (or delivered here), then the
+            // deliverer makes a last pass and gives the lease up.
+            self.appender.finish()
+            await group.waitForAll()
+        }
+    }
+
+    private func writeLoop() async {
+        defer { writerDone.store(true, ordering: .releasing) }
+        for await event in appended {
+            let document: String
+            do { document = try StoredDocument.encode(event) } catch {
+                logger.error("event cannot be encoded; dropped", metadata: ["error": "\(error)"])
+                continue
+            }
+            var attempts = 0
+            while true {
+                do {
+                    if try await store.appendOutboxEvent(document, nodeId: nodeId, incarnation: incarnation) { break }
+                    logger.error("event not appended: this node's lease is gone (fenced)", metadata: ["event": "\(event.detail.eventName)"])
+                    break
+                } catch {
+                    attempts += 1
+                    if Task.isShuttingDownGracefully && attempts >= 3 {
+                        // Shutting down with the database out: delivered from here rather than lost.
+                        logger.warning("outbox unreachable at shutdown; event delivered by this node directly",
+                                       metadata: ["event": "\(event.detail.eventName)", "error": "\(error)"])
+                        await sinks.publish(event)
+                        break
+                    }
+                    if attempts == 1 || attempts % 20 == 0 {
+                        logger.warning("event not appended yet; retrying", metadata: ["attempts": "\(attempts)", "error": "\(error)"])
+                    }
+                    try? await Task.sleep(for: .milliseconds(min(2_000, 100 * attempts)))
+                }
+            }
+        }
+    }
+
+    private func deliverLoop() async {
+        var failures = 0
+        while true {
+            let last = writerDone.load(ordering: .acquiring)
+            do {
+                try await deliverPending()
+                failures = 0
+            } catch {
+                failures += 1
+                if failures == 1 || failures % 50 == 0 {
+                    logger.warning("outbox delivery failed; retrying", metadata: ["error": "\(error)", "failures": "\(failures)"])
+                }
+            }
+            if last { break }
+            try? await Task.sleep(for: Self.pollInterval)
+        }
+        try? await store.releaseOutbox(nodeId: nodeId, incarnation: incarnation)
+    }
+
+    /// While this node holds the outbox lease: every pending event to the sinks, in order.
+    private func deliverPending() async throws(PersistenceError) {
+        guard mayDeliver(), try await store.claimOutbox(nodeId: nodeId, incarnation: incarnation, ttlMs: Self.leaseTtlMs) else {
+            return
+        }
+        while true {
+            let pending = try await store.pendingOutboxEvents(limit: 200)
+            guard let last = pending.last else { return }
+            for entry in pending {
+                guard mayDeliver() else { return }
+                do { await sinks.publish(try StoredDocument.decode(IVSEvent.self, from: entry.document)) } catch {
+                    logger.error("outbox event cannot be read; skipped", metadata: ["sequence": "\(entry.sequence)", "error": "\(error)"])
+                }
+            }
+            guard try await store.markOutboxDelivered(upTo: last.sequence, nodeId: nodeId, incarnation: incarnation) else {
+                logger.warning("outbox lease lost while delivering; the next holder goes on from the first undelivered event")
+                return
+            }
+            if pending.count < 200 { return }
+        }
+    }
+}
