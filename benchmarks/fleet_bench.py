@@ -743,7 +743,9 @@ def main():
         args.settle = args.lease_ttl + 2
     binary = choose_binary(args.binary)
 
-    # SIGTERM cleans up like Ctrl-C.
+    # Ctrl-C (even when started from a shell that ignores it for background jobs) and SIGTERM
+    # end the run and clean up.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
 
     workdir = tempfile.mkdtemp(prefix="fleet-bench-")

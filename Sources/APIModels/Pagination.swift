@@ -48,3 +48,20 @@ public enum Pagination {
         return String(text.dropFirst(tokenPrefix.count))
     }
 }
+
+/// A List operation's request: where the page starts and how long it may be.
+public protocol PagedRequest {
+    var nextToken: String? { get }
+    var maxResults: Int? { get }
+}
+
+extension ListCompositionsRequest: PagedRequest {}
+extension ListEncoderConfigurationsRequest: PagedRequest {}
+extension ListStorageConfigurationsRequest: PagedRequest {}
+extension ListStagesRequest: PagedRequest {}
+extension ListStageSessionsRequest: PagedRequest {}
+extension ListParticipantsRequest: PagedRequest {}
+extension ListParticipantEventsRequest: PagedRequest {}
+extension ListIngestConfigurationsRequest: PagedRequest {}
+extension ListPublicKeysRequest: PagedRequest {}
+extension ListParticipantReplicasRequest: PagedRequest {}

@@ -1,0 +1,46 @@
+// StartComposition, StopComposition, GetComposition, ListCompositions. In a fleet, starting and
+// stopping run on the stage's node: a call that reaches another node is forwarded there.
+import APIModels
+import Foundation
+import Persistence
+
+extension ControlPlane {
+    func handleCompositions(_ route: APIOperation.Route, query: String, body: Data, forwarded: Bool) async throws(APIError) -> Data {
+        func remoteOwner(_ stageArn: String) async throws(APIError) -> FleetPeer? {
+            forwarded ? nil : try await manager.ownership.remoteOwner(of: stageArn)
+        }
+        switch route.operation {
+        case .startComposition:
+            let request = try decode(StartCompositionRequest.self, body)
+            switch try await manager.start(request, forwarded: forwarded) {
+            case .started(let composition): return try APIJSON.encode(StartCompositionResponse(composition: composition))
+            case .elsewhere(let peer): return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
+        case .stopComposition:
+            let request = try decode(StopCompositionRequest.self, body)
+            if let stageArn = try await manager.stageOfStoredComposition(arn: request.arn), let peer = try await remoteOwner(stageArn) {
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
+            try await manager.stop(arn: request.arn)
+            return try APIJSON.encode(StopCompositionResponse())
+        case .getComposition:
+            let request = try decode(GetCompositionRequest.self, body)
+            return try APIJSON.encode(GetCompositionResponse(composition: try await manager.composition(arn: request.arn)))
+        case .listCompositions:
+            let request = try decode(ListCompositionsRequest.self, body)
+            let all = try await manager.compositions().filter { composition in
+                (request.filterByStageArn.map { composition.stageArn == $0 } ?? true)
+                    && (request.filterByEncoderConfigurationArn.map { arn in
+                        composition.destinations.contains {
+                            $0.configuration.channel?.encoderConfigurationArn == arn
+                                || ($0.configuration.s3?.encoderConfigurationArns.contains(arn) ?? false)
+                        }
+                    } ?? true)
+            }
+            let page = try onePage(all.map(\.summary), key: { $0.arn }, request, .listCompositions)
+            return try APIJSON.encode(ListCompositionsResponse(compositions: page.items, nextToken: page.nextToken))
+        default:
+            throw .internalServer("\(route.operation.name) is not handled by handleCompositions")
+        }
+    }
+}

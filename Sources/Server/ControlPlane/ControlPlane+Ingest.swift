@@ -1,0 +1,94 @@
+// Ingest configurations: an RTMP publisher's stream key, stage and identity.
+import APIModels
+import Foundation
+import Persistence
+
+extension ControlPlane {
+
+    func handleIngest(_ operation: APIOperation, body: Data) async throws(APIError) -> Data {
+        switch operation {
+        case .createIngestConfiguration:
+            let request = try decode(CreateIngestConfigurationRequest.self, body)
+            if let stageArn = request.stageArn, !stageArn.isEmpty {
+                guard owned(stageArn, .stage), try await catalog.stage(arn: stageArn) != nil else {
+                    throw .validation("stageArn: stage \(stageArn) not found")
+                }
+            }
+            let count = try await storeCall { try await store.ingestConfigurations().count }
+            guard count < configuration.quotas.ingestConfigurations else {
+                throw .serviceQuotaExceeded("ingest configurations: the quota of \(configuration.quotas.ingestConfigurations) is reached")
+            }
+            let id = ResourceID.random()
+            var generator = SystemRandomNumberGenerator()
+            let key = StreamKey.generate(account: arnContext.account, region: arnContext.region, ingestConfigurationID: id.rawValue,
+                                         using: &generator)
+            let value = IngestConfiguration(name: request.name, arn: arnContext.arn(.ingestConfiguration, id: id).description,
+                                            ingestProtocol: request.ingestProtocol, streamKey: key.description,
+                                            stageArn: request.stageArn ?? "", participantId: ResourceID.random().rawValue,
+                                            state: .inactive, userId: request.userId, redundantIngest: false,
+                                            attributes: request.attributes, tags: request.tags ?? [:])
+            try await storeCall { try await store.putIngestConfiguration(StoredIngestConfiguration(
+                configuration: value, insecureIngest: request.insecureIngest ?? false)) }
+            return try APIJSON.encode(CreateIngestConfigurationResponse(ingestConfiguration: value))
+        case .getIngestConfiguration:
+            let request = try decode(GetIngestConfigurationRequest.self, body)
+            return try APIJSON.encode(GetIngestConfigurationResponse(ingestConfiguration: try await ingest(request.arn).configuration))
+        case .listIngestConfigurations:
+            let request = try decode(ListIngestConfigurationsRequest.self, body)
+            var all: [IngestConfigurationSummary] = []
+            for stored in try await storeCall({ try await store.ingestConfigurations() }) {
+                let value = await withState(stored.configuration)
+                guard request.filterByStageArn.map({ value.stageArn == $0 }) ?? true,
+                      request.filterByState.map({ value.state == $0 }) ?? true else { continue }
+                all.append(value.summary)
+            }
+            let page = try onePage(all, key: { $0.arn }, request, .listIngestConfigurations)
+            return try APIJSON.encode(ListIngestConfigurationsResponse(ingestConfigurations: page.items, nextToken: page.nextToken))
+        case .updateIngestConfiguration:
+            let request = try decode(UpdateIngestConfigurationRequest.self, body)
+            var stored = try await ingest(request.arn)
+            if let stageArn = request.stageArn, stageArn != stored.configuration.stageArn {
+                if !stageArn.isEmpty {
+                    guard owned(stageArn, .stage), try await catalog.stage(arn: stageArn) != nil else {
+                        throw .resourceNotFound("stageArn: stage \(stageArn) not found")
+                    }
+                }
+                if stored.configuration.state == .active {
+                    throw .conflict("arn: ingest configuration \(request.arn) is publishing; its stage cannot change now")
+                }
+                stored.configuration.stageArn = stageArn
+            }
+            let updated = stored
+            try await storeCall { try await store.putIngestConfiguration(updated) }
+            return try APIJSON.encode(UpdateIngestConfigurationResponse(ingestConfiguration: updated.configuration))
+        case .deleteIngestConfiguration:
+            let request = try decode(DeleteIngestConfigurationRequest.self, body)
+            let stored = try await ingest(request.arn)
+            if stored.configuration.state == .active {
+                guard request.force == true else {
+                    throw .conflict("arn: ingest configuration \(request.arn) is publishing; pass force to disconnect it and delete")
+                }
+                await runtime.disconnect(ingestConfigurationArn: request.arn, reason: "its ingest configuration was deleted")
+            }
+            _ = try await storeCall { try await store.deleteIngestConfiguration(arn: request.arn) }
+            return try APIJSON.encode(DeleteIngestConfigurationResponse())
+        default:
+            throw .internalServer("\(operation.name) is not an ingest operation")
+        }
+    }
+
+    /// An ingest configuration with its live `state`.
+    func ingest(_ arn: String) async throws(APIError) -> StoredIngestConfiguration {
+        guard owned(arn, .ingestConfiguration), var found = try await storeCall({ try await store.ingestConfiguration(arn: arn) }) else {
+            throw .resourceNotFound("arn: ingest configuration \(arn) not found")
+        }
+        found.configuration = await withState(found.configuration)
+        return found
+    }
+
+    func withState(_ configuration: IngestConfiguration) async -> IngestConfiguration {
+        var value = configuration
+        value.state = await runtime.isPublishing(ingestConfigurationArn: value.arn) ? .active : .inactive
+        return value
+    }
+}

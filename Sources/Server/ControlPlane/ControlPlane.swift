@@ -1,0 +1,120 @@
+// The IVS control plane: one function per operation, over the repository protocol
+// (CompositionStore) and the CompositionManager. HTTP-free: takes the matched route and
+// the body, returns the JSON body or the APIError to send.
+public import APIModels
+public import Foundation
+import Layout
+public import Persistence
+
+public struct ControlPlane<Store: CompositionStore>: Sendable {
+    let configuration: ServerConfiguration
+    let arnContext: ARNContext
+    let store: Store
+    let catalog: StageCatalog<Store>
+    public let manager: CompositionManager<Store>
+    public let runtime: StageRuntime<Store>
+    let validation: ValidationOptions
+    let tokens: TokenAuthority?
+    let wallClock: @Sendable () -> Date
+
+    init(configuration: ServerConfiguration, store: Store, manager: CompositionManager<Store>, runtime: StageRuntime<Store>,
+         tokens: TokenAuthority? = nil, wallClock: @escaping @Sendable () -> Date = Date.init) {
+        self.tokens = tokens
+        self.wallClock = wallClock
+        self.configuration = configuration
+        arnContext = ARNContext(region: configuration.region, account: configuration.account)!
+        self.store = store
+        catalog = StageCatalog(configuration: configuration, store: store)
+        self.manager = manager
+        self.runtime = runtime
+        validation = ValidationOptions()
+    }
+
+    /// Runs one operation. `query` is the raw query string (UntagResource's tagKeys).
+    /// `forwarded`: another node of the fleet sent it here, to the stage's owner; it is not
+    /// forwarded again.
+    public func handle(_ route: APIOperation.Route, query: String, body: Data, forwarded: Bool = false) async throws(APIError) -> Data {
+        /// In a fleet, operations on a stage's live work run on the node that owns the stage.
+        func remoteOwner(_ stageArn: String) async throws(APIError) -> FleetPeer? {
+            forwarded ? nil : try await manager.ownership.remoteOwner(of: stageArn)
+        }
+        switch route.operation {
+        case .startParticipantReplication, .stopParticipantReplication, .listParticipantReplicas, .createStage,
+             .getStage, .updateStage, .listStages, .deleteStage, .createParticipantToken:
+            return try await handleStages(route.operation, body: body)
+        case .startComposition, .stopComposition, .getComposition, .listCompositions:
+            return try await handleCompositions(route, query: query, body: body, forwarded: forwarded)
+        case .createEncoderConfiguration, .getEncoderConfiguration, .listEncoderConfigurations,
+             .deleteEncoderConfiguration, .createStorageConfiguration, .getStorageConfiguration,
+             .listStorageConfigurations, .deleteStorageConfiguration:
+            return try await handleConfigurations(route.operation, body: body)
+        case .tagResource, .untagResource, .listTagsForResource:
+            return try await handleTags(route, query: query, body: body)
+        case .listStageSessions, .getStageSession, .listParticipants, .getParticipant, .listParticipantEvents,
+             .disconnectParticipant:
+            return try await handleParticipants(route.operation, body: body) { stageArn throws(APIError) in
+                guard let peer = try await remoteOwner(stageArn) else { return nil }
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
+        case .createIngestConfiguration, .getIngestConfiguration, .listIngestConfigurations, .updateIngestConfiguration,
+             .deleteIngestConfiguration:
+            return try await handleIngest(route.operation, body: body)
+        case .importPublicKey, .getPublicKey, .listPublicKeys, .deletePublicKey:
+            return try await handlePublicKeys(route.operation, body: body)
+        }
+    }
+
+    /// Pagination keys that sort numbers (ascending or descending) as text.
+    static func ascending(_ value: Int64) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+    }
+
+    static func descending(_ value: Int64) -> String { ascending(Int64.max - value) }
+
+    // MARK: Helpers
+
+    /// One page of a List operation's results: `items` ordered by `key`, from the request's
+    /// nextToken, at most its maxResults (else the operation's default).
+    func onePage<Item>(_ items: [Item], key: (Item) -> String, _ request: some PagedRequest, _ operation: APIOperation)
+        throws(APIError) -> (items: [Item], nextToken: String?) {
+        let page = try Pagination.page(items, key: key, nextToken: request.nextToken, maxResults: request.maxResults,
+                                       defaultMaxResults: Pagination.defaultMaxResults(for: operation))
+        return (page.items, page.nextToken)
+    }
+
+    func decode<T: Decodable & APIRequest>(_ type: T.Type, _ body: Data) throws(APIError) -> T {
+        try APIJSON.decodeRequest(type, from: body, options: validation)
+    }
+
+    func storeCall<T>(_ body: () async throws -> T) async throws(APIError) -> T {
+        do { return try await body() } catch { throw .internalServer("state store: \(error)") }
+    }
+
+    func owned(_ arn: String, _ type: IVSResourceType) -> Bool {
+        guard let parsed = IVSARN(parsing: arn, expecting: type) else { return false }
+        return arnContext.owns(parsed)
+    }
+
+    func encoder(_ arn: String) async throws(APIError) -> EncoderConfiguration {
+        guard owned(arn, .encoderConfiguration), let found = try await storeCall({ try await store.encoderConfiguration(arn: arn) }) else {
+            throw .resourceNotFound("arn: encoder configuration \(arn) not found")
+        }
+        return found
+    }
+
+    func storage(_ arn: String) async throws(APIError) -> StorageConfiguration {
+        guard owned(arn, .storageConfiguration), let found = try await storeCall({ try await store.storageConfiguration(arn: arn) }) else {
+            throw .resourceNotFound("arn: storage configuration \(arn) not found")
+        }
+        return found
+    }
+
+    func stage(_ arn: String) async throws(APIError) -> ResolvedStage {
+        guard owned(arn, .stage), let found = try await catalog.stage(arn: arn) else {
+            throw .resourceNotFound("arn: stage \(arn) not found")
+        }
+        return found
+    }
+
+}
