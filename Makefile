@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
 
-.PHONY: deps test-deps build release demo live-demo test bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
+.PHONY: deps test-deps build release demo live-demo test test-postgres bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,6 +32,12 @@ live-demo: release
 test: test-deps
 	$(SWIFT) build
 	@SWIFT=$(SWIFT) scripts/run-tests.sh
+
+## The store matrix's other leg: the whole suite with every daemon test on PostgreSQL (a server
+## the tests start themselves). The store tests run on both stores in `make test` already.
+test-postgres: test-deps
+	$(SWIFT) build
+	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh
 
 ## Benchmark against an equivalent ffmpeg command line (release build).
 bench: release

@@ -368,6 +368,7 @@ def start_fleet(args, binary, workdir, pg):
     try:
         fleet.start(NODES, capacity=args.capacity, idle=idle)
     except BaseException:
+        log(fleet.log()[-6000:])
         fleet.close()
         raise
     return fleet, time.time() - started

@@ -38,6 +38,13 @@ final class DaemonProcessTests: XCTestCase {
             which.waitUntilExit()
             XCTAssertEqual(which.terminationStatus, 0, "\(tool) is needed (make test-deps)", file: file, line: line)
         }
+        var environment = environment
+        // The PostgreSQL leg of the store matrix (`make test-postgres`): every daemon test on a
+        // fresh database of the test process's server, unless the test chose its own.
+        if ProcessInfo.processInfo.environment["STAGE_COMPOSITOR_TEST_STORE"] == "postgres",
+           environment["STAGE_COMPOSITOR_TEST_DATABASE_URL"] == nil {
+            environment["STAGE_COMPOSITOR_TEST_DATABASE_URL"] = try PostgresTestServer.shared().database()
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", packageRoot.appendingPathComponent("scripts/daemon-tests/\(script)").path, binary, test]
