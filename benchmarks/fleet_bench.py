@@ -523,7 +523,8 @@ def run_load(args, fleet, clients, context, recorder):
     t0 = time.monotonic() + 0.5
     # The client's own pauses (the machine or the interpreter stalling this process) inflate the
     # latencies of every call in flight: a thread that should wake every 5 ms records how late it
-    # woke. The garbage collector is off meanwhile (a full collection paused the client ~60 ms).
+    # woke. The garbage collector is off meanwhile: with it on, the client stalled 60-80 ms at the same
+    # point of every run with the same seed, and every call in flight then looked slow.
     pauses, stopping = [], threading.Event()
 
     def watch():

@@ -7,6 +7,11 @@
 #   pattern a small testsrc2 box moving along the bottom-right edge (< 10% of the frame)
 #   name    "p<i> <colour>" drawn top-left when a font is available (fc-match)
 #   tone    sine at 300 + 150*i Hz; mono when i is even, stereo when i is odd
+#
+# --content camera replaces the colour, pattern and name with a photograph per participant
+# (plasma-workspace-wallpapers), panned and zoomed slowly, with temporal sensor noise, encoded
+# like a real publisher (720p 2.5 Mbit/s, 360p 800 kbit/s, a keyframe every 2 s): the inputs
+# of the benchmark (benchmarks/run.sh), where flat colours leave the codecs nothing to do.
 set -euo pipefail
 
 PALETTE_NAMES=(red green blue yellow magenta cyan orange purple teal pink lime brown)
@@ -27,6 +32,14 @@ Generic stage:
   --joins-leaves        participant i >= 1 publishes at min(i, duration/2) s instead of 0;
                         the last participant (if N >= 2) unpublishes at 3/4 of the duration
   --stage-id ID         stage id in the ARN (default: derived from the directory name)
+  --content flat|camera flat (default): colour + moving pattern + name, as described above;
+                        camera: participant i shows photograph CAMERA_PHOTOS[i] of
+                        plasma-workspace-wallpapers (scripts/install-deps.sh --bench), slowly
+                        panned and zoomed, with temporal noise; H.264 at the bitrate of a
+                        webcam publisher, a keyframe every 2 s; same tones
+  --noise N             camera: sensor noise strength (ffmpeg noise filter, default 6)
+  --video-kbps K        video bitrate (default: flat 200 per 320x180 up to 2000; camera 2500
+                        from 720 lines, 800 from 360, less below)
 
 Edge cases (each appends one participant "edge-<name>", after the regular ones):
   --resolution-change   MPEG-TS whose video switches 320x180 -> 480x270 at half time
@@ -42,7 +55,7 @@ EOF
 }
 
 OUT=""; N=""; SIZE="320x180"; FPS=30; DURATION=4; CODEC=h264; CONTAINER=mp4
-JOINS_LEAVES=0; STAGE_ID=""; PRESET=""; EDGES=()
+JOINS_LEAVES=0; STAGE_ID=""; PRESET=""; EDGES=(); CONTENT=flat; NOISE=6; VIDEO_KBPS=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
@@ -55,6 +68,9 @@ while [[ $# -gt 0 ]]; do
     --joins-leaves) JOINS_LEAVES=1; shift ;;
     --stage-id) STAGE_ID="$2"; shift 2 ;;
     --preset) PRESET="$2"; shift 2 ;;
+    --content) CONTENT="$2"; shift 2 ;;
+    --noise) NOISE="$2"; shift 2 ;;
+    --video-kbps) VIDEO_KBPS="$2"; shift 2 ;;
     --resolution-change|--samplerate-change|--corrupt|--rotated|--odd-size|--above-1080p)
       EDGES+=("${1#--}"); shift ;;
     -h|--help) usage; exit 0 ;;
@@ -63,6 +79,18 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$OUT" ]] || { echo "make-fixture.sh: --out is required" >&2; usage >&2; exit 2; }
 command -v ffmpeg >/dev/null || { echo "make-fixture.sh: ffmpeg not found" >&2; exit 1; }
+[[ "$CONTENT" == flat || "$CONTENT" == camera ]] || { echo "make-fixture.sh: --content: flat or camera, not '$CONTENT'" >&2; exit 2; }
+
+# The photographs of plasma-workspace-wallpapers (the rest of the package is digital art),
+# in participant order: detailed ones first (scenario (a) uses p0..p3), then calmer and darker
+# ones, like webcams in different rooms. There are 11: participant 11 shows the first again,
+# mirrored, on its own path through it.
+WALLPAPERS=${WALLPAPERS:-/usr/share/wallpapers}
+CAMERA_PHOTOS=(Path EveningGlow FallenLeaf ColorfulCups BytheWater OneStandsOut Kite summer_1am Grey ColdRipple DarkestHour)
+if [[ "$CONTENT" == camera && ! -d "$WALLPAPERS/${CAMERA_PHOTOS[0]}" ]]; then
+  echo "make-fixture.sh: --content camera needs the photographs of plasma-workspace-wallpapers in $WALLPAPERS (scripts/install-deps.sh --bench)" >&2
+  exit 1
+fi
 
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
@@ -96,10 +124,52 @@ video_graph() {
   echo "${g}[v]"
 }
 
-# audio_graph INDEX RATE -> filtergraph text producing [a] from lavfi input [2].
+# audio_graph INDEX [INPUT] -> filtergraph text producing [a] from the sine input (default [2]).
 audio_graph() {
-  local i=$1
-  if (( i % 2 == 1 )); then echo "[2]pan=stereo|c0=c0|c1=c0[a]"; else echo "[2]anull[a]"; fi
+  local i=$1 input=${2:-2}
+  if (( i % 2 == 1 )); then echo "[$input]pan=stereo|c0=c0|c1=c0[a]"; else echo "[$input]anull[a]"; fi
+}
+
+# camera_photo INDEX -> the photograph of participant INDEX (a 16:9 size when there is one).
+camera_photo() {
+  local dir="$WALLPAPERS/${CAMERA_PHOTOS[$(( $1 % ${#CAMERA_PHOTOS[@]} ))]}/contents/images" f
+  for f in 2560x1440.jpg 1920x1080.jpg; do [[ -f "$dir/$f" ]] && { echo "$dir/$f"; return; }; done
+  f="$(ls -S "$dir" | head -1)"
+  [[ -n "$f" ]] || { echo "make-fixture.sh: no photograph in $dir" >&2; exit 1; }
+  echo "$dir/$f"
+}
+
+# camera_still INDEX W H OUT: the participant's photograph, cropped to 16:9 and scaled once to
+# 1.6 times the video size (the pan and zoom below then never magnify it), as a PPM that the
+# looping image reader loads without decoding. Participant 11 and up: mirrored.
+camera_still() {
+  local i=$1 w=$2 h=$3 out=$4
+  local sw=$(( (w * 16 / 10 + 1) & ~1 )) sh=$(( (h * 16 / 10 + 1) & ~1 ))
+  local g="scale=${sw}:${sh}:force_original_aspect_ratio=increase:flags=lanczos,crop=${sw}:${sh}"
+  (( i < ${#CAMERA_PHOTOS[@]} )) || g+=",hflip"
+  "${FF[@]}" -i "$(camera_photo "$i")" -vf "$g" -frames:v 1 "$out"
+}
+
+# camera_graph INDEX W H FPS -> filtergraph text producing [v] from the looped still [0]: a
+# slow zoom between 1.1x and 1.4x (period 45..60 s) and a pan across what the zoom leaves
+# (periods 50..85 s; at most about half a pixel per frame), each participant with its own
+# periods and phases; then temporal sensor noise (new every frame, like a camera's).
+camera_graph() {
+  local i=$1 w=$2 h=$3 fps=$4
+  local pz=$(( 45 + 5 * (i % 4) )) px=$(( 50 + 7 * (i % 5) )) py=$(( 60 + 5 * (i % 6) ))
+  local fz fx fy
+  fz=$(awk -v i="$i" 'BEGIN { printf "%.3f", (i * 0.37) - int(i * 0.37) }')
+  fx=$(awk -v i="$i" 'BEGIN { printf "%.3f", (i * 0.61 + 0.2) - int(i * 0.61 + 0.2) }')
+  fy=$(awk -v i="$i" 'BEGIN { printf "%.3f", (i * 0.29 + 0.5) - int(i * 0.29 + 0.5) }')
+  local t="on/${fps}"
+  local z="1.25+0.15*sin(2*PI*(${t}/${pz}+${fz}))"
+  local x="(iw-iw/zoom)*(0.5+0.5*sin(2*PI*(${t}/${px}+${fx})))"
+  local y="(ih-ih/zoom)*(0.5+0.5*sin(2*PI*(${t}/${py}+${fy})))"
+  local ew=$(( (w + 1) & ~1 )) eh=$(( (h + 1) & ~1 ))
+  local g="[0]format=yuv420p,zoompan=z='${z}':x='${x}':y='${y}':d=1:s=${ew}x${eh}:fps=${fps}"
+  (( NOISE > 0 )) && g+=",noise=alls=${NOISE}:allf=t"
+  (( w % 2 == 0 && h % 2 == 0 )) || g+=",scale=${w}:${h}"
+  echo "${g},format=yuv420p[v]"
 }
 
 # encode INDEX OUTFILE CONTAINER CODEC WxH FPS SECONDS [extra ffmpeg output args...]
@@ -111,10 +181,18 @@ encode() {
   local rate=48000
   local vcodec acodec fmt
   local kbps=$(( w * h * 200 / (320 * 180) )); (( kbps >= 50 )) || kbps=50; (( kbps <= 2000 )) || kbps=2000
+  local gop=$fps
+  if [[ "$CONTENT" == camera ]]; then
+    # A webcam publisher: 720p at 2.5 Mbit/s, 360p at 800 kbit/s, a keyframe every 2 s.
+    if (( h >= 720 )); then kbps=2500; elif (( h >= 360 )); then kbps=800
+    else kbps=$(( w * h * 800 / (640 * 360) )); (( kbps >= 100 )) || kbps=100; fi
+    gop=$(( 2 * fps ))
+  fi
+  [[ -z "$VIDEO_KBPS" ]] || kbps=$VIDEO_KBPS
   case "$codec" in
-    h264) vcodec=(-c:v libx264 -preset veryfast -profile:v main -bf 0 -g "$fps" -keyint_min "$fps"
+    h264) vcodec=(-c:v libx264 -preset veryfast -profile:v main -bf 0 -g "$gop" -keyint_min "$gop"
                   -sc_threshold 0 -pix_fmt yuv420p -b:v "${kbps}k" -maxrate "${kbps}k" -bufsize "$((kbps * 2))k") ;;
-    vp8)  vcodec=(-c:v libvpx -deadline realtime -cpu-used 8 -g "$fps" -b:v "${kbps}k" -pix_fmt yuv420p) ;;
+    vp8)  vcodec=(-c:v libvpx -deadline realtime -cpu-used 8 -g "$gop" -b:v "${kbps}k" -pix_fmt yuv420p) ;;
     *) echo "make-fixture.sh: unknown codec $codec" >&2; exit 2 ;;
   esac
   case "$container" in
@@ -126,6 +204,17 @@ encode() {
     hls)  fmt=(-f hls); acodec=(-c:a aac -b:a 64k) ;;
     *) echo "make-fixture.sh: unknown container $container" >&2; exit 2 ;;
   esac
+  if [[ "$CONTENT" == camera ]]; then
+    local tmp; tmp="$(mktemp -d)"
+    camera_still "$i" "$w" "$h" "$tmp/still.ppm"
+    "${FF[@]}" \
+      -loop 1 -framerate "$fps" -t "$secs" -i "$tmp/still.ppm" \
+      -f lavfi -i "sine=frequency=${freq}:sample_rate=${rate}:duration=${secs}" \
+      -filter_complex "$(camera_graph "$i" "$w" "$h" "$fps");$(audio_graph "$i" 1)" \
+      -map '[v]' -map '[a]' "${vcodec[@]}" "${acodec[@]}" -ar "$rate" "$@" "${fmt[@]}" "$out"
+    rm -rf "$tmp"
+    return
+  fi
   "${FF[@]}" \
     -f lavfi -i "color=c=0x${colour}:s=$(( (w + 1) & ~1 ))x$(( (h + 1) & ~1 )):r=${fps}:d=${secs}" \
     -f lavfi -i "testsrc2=s=160x90:r=${fps}:d=${secs}" \
@@ -152,6 +241,7 @@ add_participant() {
 attrs() {
   local i=$1; shift
   local s="{ \"color\": \"${PALETTE_NAMES[$i]}\", \"toneHz\": \"$(( 300 + 150 * i ))\""
+  [[ "$CONTENT" != camera ]] || s+=", \"photo\": \"${CAMERA_PHOTOS[$(( i % ${#CAMERA_PHOTOS[@]} ))]}\""
   for kv in "$@"; do s+=", $kv"; done
   echo "$s }"
 }

@@ -188,6 +188,8 @@ public protocol CompositionStore: Sendable {
     func stageSessions(stageArn: String) async throws(PersistenceError) -> [StoredStageSession]
     /// Sessions without an end time (open when the daemon stopped).
     func openStageSessions() async throws(PersistenceError) -> [StoredStageSession]
+    /// The stage's session without an end time, if it has one.
+    func openStageSession(stageArn: String) async throws(PersistenceError) -> StoredStageSession?
     /// Inserts or replaces a participant of a session.
     func putParticipant(_ value: StoredParticipant) async throws(PersistenceError)
     func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant?
@@ -214,6 +216,10 @@ public protocol CompositionStore: Sendable {
 }
 
 extension CompositionStore {
+    public func openStageSession(stageArn: String) async throws(PersistenceError) -> StoredStageSession? {
+        try await stageSessions(stageArn: stageArn).first { $0.session.endTime == nil }
+    }
+
     /// Appends `event`, filed under its own `participantId`.
     public func appendParticipantEvent(stageArn: String, sessionId: String, _ event: ParticipantEvent) async throws(PersistenceError) {
         try await appendParticipantEvent(StoredParticipantEvent(stageArn: stageArn, sessionId: sessionId,

@@ -246,6 +246,12 @@ public final class PostgresCompositionStore: DocumentRowStore {
             SELECT document FROM stage_session WHERE end_time IS NULL ORDER BY stage_arn COLLATE "C", session_id COLLATE "C"
             """)
     }
+    public func openStageSession(stageArn: String) async throws(PersistenceError) -> StoredStageSession? {
+        try await documents(StoredStageSession.self, """
+            SELECT document FROM stage_session WHERE stage_arn = \(stageArn) AND end_time IS NULL
+            ORDER BY start_time DESC LIMIT 1
+            """).first
+    }
     public func putParticipant(_ value: StoredParticipant) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value)
         let participantId = value.participant.participantId ?? ""

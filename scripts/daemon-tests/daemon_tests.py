@@ -220,6 +220,19 @@ def recording_dir(d, composition):
     return os.path.join(d.recordings, prefix)
 
 
+def final_playlist(root):
+    """A composite recording's one rendition under `root` (a local copy of its prefix), checked
+    final (VOD, ENDLIST): (its hls folder, the rendition's name, the playlist's path, its text)."""
+    hls = os.path.join(root, "media", "hls")
+    renditions = [r for r in os.listdir(hls) if os.path.isdir(os.path.join(hls, r))]
+    check(len(renditions) == 1, f"renditions: {renditions}")
+    playlist = os.path.join(hls, renditions[0], "playlist.m3u8")
+    with open(playlist) as f:
+        text = f.read()
+    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.rstrip().endswith("#EXT-X-ENDLIST"), f"playlist not final:\n{text}")
+    return hls, renditions[0], playlist, text
+
+
 def check_recording(d, composition, status_file="recording-ended.json", min_seconds=0.5):
     root = recording_dir(d, composition)
     events_dir = os.path.join(root, "events")
@@ -229,13 +242,7 @@ def check_recording(d, composition, status_file="recording-ended.json", min_seco
     with open(metadata_path) as f:
         metadata = json.load(f)
     check(metadata["stage_arn"] == composition["stageArn"], f"metadata stage_arn: {metadata}")
-    hls = os.path.join(root, "media", "hls")
-    renditions = [r for r in os.listdir(hls) if os.path.isdir(os.path.join(hls, r))]
-    check(len(renditions) == 1, f"renditions: {renditions}")
-    playlist = os.path.join(hls, renditions[0], "playlist.m3u8")
-    with open(playlist) as f:
-        text = f.read()
-    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.rstrip().endswith("#EXT-X-ENDLIST"), f"playlist not final:\n{text}")
+    hls, _, playlist, text = final_playlist(root)
     probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_type,width,height",
                             "-of", "json", os.path.join(hls, "multivariant.m3u8")], capture_output=True, text=True, timeout=60)
     check(probe.returncode == 0, f"ffprobe failed: {probe.stderr}")

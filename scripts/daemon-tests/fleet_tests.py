@@ -30,7 +30,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import ENV, REGION, Daemon, Failure, check, run_test  # noqa: E402
+from daemon_tests import ENV, REGION, Daemon, Failure, check, final_playlist, run_test  # noqa: E402
 from live_tests import SIZE, Publisher, check_phases, create_ingest, live_daemon  # noqa: E402
 from s3_tests import BUCKET, CREDENTIALS, Moto  # noqa: E402
 from whip_tests import CLIENTS, AiortcPublisher, free_udp_port, token, whip_post  # noqa: E402
@@ -399,15 +399,9 @@ def check_finalized_recording(fleet, prefix, status_file, must_list=()):
     fleet.moto.download(prefix, local)
     with open(os.path.join(local, "events", status_file)) as f:
         metadata = json.load(f)
-    hls = os.path.join(local, "media", "hls")
-    renditions = [r for r in os.listdir(hls) if os.path.isdir(os.path.join(hls, r))]
-    check(len(renditions) == 1, f"renditions: {renditions}")
-    playlist = os.path.join(hls, renditions[0], "playlist.m3u8")
-    with open(playlist) as f:
-        text = f.read()
-    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.rstrip().endswith("#EXT-X-ENDLIST"), f"playlist not final:\n{text}")
+    _, rendition, playlist, text = final_playlist(local)
     listed = re.findall(r"^(\S+\.ts)$", text, re.M)
-    stored = {os.path.basename(k) for k in keys if k.startswith(f"{prefix}/media/hls/{renditions[0]}/") and k.endswith(".ts")}
+    stored = {os.path.basename(k) for k in keys if k.startswith(f"{prefix}/media/hls/{rendition}/") and k.endswith(".ts")}
     check(listed, f"the playlist lists no segment:\n{text}")
     check(set(listed) <= stored, f"the playlist lists segments the bucket lacks: {sorted(set(listed) - stored)}")
     missing = sorted(set(must_list) - set(listed), key=segment_number)

@@ -25,7 +25,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import (CHANNEL_ARN, Daemon, Failure, NginxRTMP, check, free_port, recording_dir,  # noqa: E402
+from daemon_tests import (CHANNEL_ARN, Daemon, Failure, NginxRTMP, check, final_playlist, free_port, recording_dir,  # noqa: E402
                           run_test, wait_state)
 from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
 
@@ -209,14 +209,7 @@ def composition_events(d, arn):
 
 
 def recording_playlist(d, composition):
-    hls = os.path.join(recording_dir(d, composition), "media", "hls")
-    renditions = [r for r in os.listdir(hls) if os.path.isdir(os.path.join(hls, r))]
-    check(len(renditions) == 1, f"renditions: {renditions}")
-    path = os.path.join(hls, renditions[0], "playlist.m3u8")
-    with open(path) as f:
-        text = f.read()
-    check("#EXT-X-PLAYLIST-TYPE:VOD" in text and text.rstrip().endswith("#EXT-X-ENDLIST"), f"playlist not final:\n{text}")
-    return path
+    return final_playlist(recording_dir(d, composition))[2]
 
 
 def phases_of(changes, membership, present):

@@ -56,7 +56,8 @@ extension ControlPlane {
         case .listStages:
             let request = try decode(ListStagesRequest.self, body)
             var all: [StageSummary] = []
-            for resolved in try await catalog.all() { all.append(await presented(resolved).summary) }
+            let openSessions = try await openSessionsByStage()
+            for resolved in try await catalog.all() { all.append(await presented(resolved, openSessions: openSessions).summary) }
             let page = try onePage(all, key: { $0.arn }, request, .listStages)
             return try APIJSON.encode(ListStagesResponse(stages: page.items, nextToken: page.nextToken))
         case .deleteStage:
@@ -81,7 +82,9 @@ extension ControlPlane {
 
     /// A stage as the API shows it: live stages carry their ingest endpoints and, while
     /// someone is on them, the active session.
-    func presented(_ resolved: ResolvedStage) async -> Stage {
+    /// `openSessions`: in a fleet, every open session by stage ARN when the caller read them
+    /// at once (ListStages); else this stage's is looked up.
+    func presented(_ resolved: ResolvedStage, openSessions: [String: String]? = nil) async -> Stage {
         var stage = resolved.stage
         guard resolved.sourcePath == nil else { return stage }
         let stageId = IVSARN(parsing: stage.arn, expecting: .stage)?.resourceID ?? ""
@@ -90,10 +93,23 @@ extension ControlPlane {
         stage.activeSessionId = await runtime.activeSessionId(stageArn: stage.arn)
         if stage.activeSessionId == nil, manager.ownership.isFleet {
             // Another node's live stage: its open session is in the store.
-            let sessions = (try? await store.stageSessions(stageArn: stage.arn)) ?? []
-            stage.activeSessionId = sessions.first { $0.session.endTime == nil }?.session.sessionId
+            if let openSessions {
+                stage.activeSessionId = openSessions[stage.arn]
+            } else {
+                stage.activeSessionId = (try? await store.openStageSession(stageArn: stage.arn))??.session.sessionId
+            }
         }
         return stage
+    }
+
+    /// Every open session's ID by stage ARN (a fleet's ListStages reads them once).
+    func openSessionsByStage() async throws(APIError) -> [String: String]? {
+        guard manager.ownership.isFleet else { return nil }
+        var open: [String: String] = [:]
+        for stored in try await storeCall({ try await store.openStageSessions() }) {
+            if let id = stored.session.sessionId { open[stored.stageArn] = id }
+        }
+        return open
     }
 
     /// A participant token for a live stage, signed by the daemon.

@@ -28,7 +28,12 @@ final class FleetEventOutbox: EventSink, Service {
     private let writerDone = Atomic<Bool>(false)
     /// How long the outbox lease lasts without renewal, and how often pending events are looked for.
     static let leaseTtlMs: Int64 = 5_000
-    static let pollInterval = Duration.milliseconds(200)
+    /// The holder looks for pending events this often, and renews its lease once a second;
+    /// the other nodes try to take the lease once a second.
+    static let pollInterval = Duration.milliseconds(250)
+    static let claimIntervalMs: Int64 = 1_000
+    /// When this node last took or renewed the outbox lease (monotonic ms), while it holds it.
+    private let heldSince = Mutex<ContinuousClock.Instant?>(nil)
 
     init(store: PostgresCompositionStore, nodeId: String, incarnation: Int64, sinks: any EventSink,
          mayDeliver: @escaping @Sendable () -> Bool, logger: Logger) {
@@ -90,10 +95,22 @@ final class FleetEventOutbox: EventSink, Service {
 
     private func deliverLoop() async {
         var failures = 0
+        var lastClaim: ContinuousClock.Instant?
         while true {
             let last = writerDone.load(ordering: .acquiring)
             do {
-                try await deliverPending()
+                let now = ContinuousClock.now
+                let holding = heldSince.withLock { $0 } != nil
+                let claimDue = lastClaim.map { now - $0 >= .milliseconds(Self.claimIntervalMs) } ?? true
+                if claimDue || last {
+                    lastClaim = now
+                    let held = mayDeliver() ? try await store.claimOutbox(nodeId: nodeId, incarnation: incarnation, ttlMs: Self.leaseTtlMs)
+                        : false
+                    heldSince.withLock { $0 = held ? now : nil }
+                    if held { try await deliverPending() }
+                } else if holding {
+                    try await deliverPending()
+                }
                 failures = 0
             } catch {
                 failures += 1
@@ -107,11 +124,9 @@ final class FleetEventOutbox: EventSink, Service {
         try? await store.releaseOutbox(nodeId: nodeId, incarnation: incarnation)
     }
 
-    /// While this node holds the outbox lease: every pending event to the sinks, in order.
+    /// This node holds the outbox lease: every pending event to the sinks, in order.
     private func deliverPending() async throws(PersistenceError) {
-        guard mayDeliver(), try await store.claimOutbox(nodeId: nodeId, incarnation: incarnation, ttlMs: Self.leaseTtlMs) else {
-            return
-        }
+        guard mayDeliver() else { return }
         while true {
             let pending = try await store.pendingOutboxEvents(limit: 200)
             guard let last = pending.last else { return }
@@ -123,6 +138,7 @@ final class FleetEventOutbox: EventSink, Service {
             }
             guard try await store.markOutboxDelivered(upTo: last.sequence, nodeId: nodeId, incarnation: incarnation) else {
                 logger.warning("outbox lease lost while delivering; the next holder goes on from the first undelivered event")
+                heldSince.withLock { $0 = nil }
                 return
             }
             if pending.count < 200 { return }
