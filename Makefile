@@ -3,13 +3,16 @@ SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
 
-.PHONY: deps test-deps build release demo live-demo test test-postgres bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
+.PHONY: deps test-deps bench-deps build release demo live-demo test test-postgres bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
 
 deps:
 	@scripts/install-deps.sh
 
 test-deps:
 	@scripts/install-deps.sh --test
+
+bench-deps:
+	@scripts/install-deps.sh --bench
 
 build: deps
 	$(SWIFT) build
@@ -39,8 +42,9 @@ test-postgres: test-deps
 	$(SWIFT) build
 	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh
 
-## Benchmark against an equivalent ffmpeg command line (release build).
-bench: release
+## Benchmark on camera-like inputs against an equivalent ffmpeg command line and GStreamer
+## pipeline, with the codec floor (release build).
+bench: release bench-deps
 	benchmarks/run.sh
 
 ## Fuzz every whole-session target with libFuzzer for FUZZ_SECONDS each (Sources/Fuzz;

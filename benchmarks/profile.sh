@@ -2,16 +2,18 @@
 # Where the CPU goes: samples stage-compositor and the equivalent ffmpeg command (the same
 # inputs and settings as benchmarks/run.sh) with `perf record`, and sorts the samples into
 # decode, scale, compose, mix, encode and the rest. Run benchmarks/run.sh first (it makes
-# the inputs). Usage: benchmarks/profile.sh [--scenario a|b] [--duration SECONDS]
+# the inputs). Usage: benchmarks/profile.sh [--scenario a|b] [--duration SECONDS] [--content camera|flat]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scenario=a
 duration=30
+content=camera
 while (($#)); do
   case "$1" in
     --scenario) scenario=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
+    --content) content=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -20,14 +22,16 @@ command -v perf >/dev/null || { echo "perf is needed (apt install linux-perf)" >
 bin=${BIN:-.build/release/stage-compositor}
 work=benchmarks/.work
 case $scenario in
-  a) stage=$work/inputs/a-$duration encoder=1280x720@30:2500000 grid=(crop=1280:719:0:0:exact=1 2 2 638 358 2 1280 720 2500000) ;;
-  b) stage=$work/inputs/b-$duration encoder=1920x1080@30:6000000 grid=(crop=640:359:0:0:exact=1 4 3 478 268 2 1920 1080 6000000) ;;
+  a) stage=$work/inputs/$content-a-$duration encoder=1280x720@30:2500000 grid=(crop=1280:719:0:0:exact=1 2 2 638 358 2 1280 720 2500000) ;;
+  b) stage=$work/inputs/$content-b-$duration encoder=1920x1080@30:6000000 grid=(crop=640:359:0:0:exact=1 4 3 478 268 2 1920 1080 6000000) ;;
   *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
-[[ -f $stage/manifest.json ]] || { echo "no inputs in $stage: run benchmarks/run.sh --duration $duration first" >&2; exit 1; }
+[[ -f $stage/manifest.json ]] || { echo "no inputs in $stage: run benchmarks/run.sh --duration $duration --content $content first" >&2; exit 1; }
 
 # The ffmpeg command line of run.sh (FFMPEG_ARGS), without running the rest of it.
-eval "$(sed -n '/^participant_files()/,/^}/p; /^grid_graph()/,/^}/p; /^ffmpeg_cmd()/,/^}/p' benchmarks/run.sh)"
+encoder_threads=""
+eval "$(sed -n '/^participant_files()/,/^}/p; /^grid_graph()/,/^}/p; /^x264_threads()/,/^}/p; /^x264_args()/,/^}/p;
+  /^AAC_ARGS=/p; /^ffmpeg_cmd()/,/^}/p' benchmarks/run.sh)"
 ffmpeg_cmd "$stage" "${grid[@]}" "$work/profile-ffmpeg"
 
 classify() { # perf.data label

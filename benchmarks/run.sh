@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: stage-compositor (release) against the equivalent ffmpeg command line and the
 # equivalent GStreamer pipeline, same inputs, same encoder settings, same output (HLS, 2 s
-# MPEG-TS segments).
+# MPEG-TS segments; GStreamer's in one MPEG-TS file, see gst_cmd).
 #   (a) 4 x 1280x720@30 participants -> 1280x720@30, 2.5 Mbps
 #   (b) 12 x 640x360@30 participants -> 1920x1080@30, 6 Mbps
 # The inputs are camera-like (scripts/make-fixture.sh --content camera: a photograph per
@@ -73,8 +73,8 @@ gst=1
 if [[ -n ${NO_GST:-} ]]; then
   gst=""
 elif ! command -v gst-launch-1.0 >/dev/null || ! gst-inspect-1.0 avdec_h264 >/dev/null 2>&1 ||
-  ! gst-inspect-1.0 x264enc >/dev/null 2>&1 || ! gst-inspect-1.0 hlssink2 >/dev/null 2>&1; then
-  echo "GStreamer (gst-launch-1.0 with avdec_h264, x264enc, hlssink2) is missing: skipped; scripts/install-deps.sh --bench installs it" >&2
+  ! gst-inspect-1.0 x264enc >/dev/null 2>&1 || ! gst-inspect-1.0 mpegtsmux >/dev/null 2>&1; then
+  echo "GStreamer (gst-launch-1.0 with avdec_h264, x264enc, mpegtsmux) is missing: skipped; scripts/install-deps.sh --bench installs it" >&2
   gst=""
 fi
 
@@ -89,7 +89,8 @@ make_inputs() { # name participants size
 measure() {
   local log
   log=$(mktemp)
-  /usr/bin/time -f "%e %U %S %M" -o "$log" "$@" >/dev/null 2>"$log.err" || { cat "$log.err" >&2; exit 1; }
+  /usr/bin/time -f "%e %U %S %M" -o "$log" "$@" >/dev/null 2>"$log.err" ||
+    { local rc=$?; cat "$log.err" >&2; echo "failed (exit $rc): ${*:1:6} ..." >&2; exit 1; }
   cat "$log"
   rm -f "$log" "$log.err"
 }
@@ -103,16 +104,18 @@ participant_files() { # stage
 # tile (swscale `flags`), xstack on a black canvas, pad to the output size. `crop` is the
 # source rectangle our grid's default COVER fill takes (TileGeometry: centred, even origin;
 # `exact=1`, or the crop filter rounds an odd height down for the chroma).
-# Participants are inputs first..first+n-1; the result is labelled [out].
-grid_graph() { # first n flags crop cols rows tile_w tile_h gap out_w out_h out
+# Participants are inputs first..first+n-1; the result is labelled [out]. The grid is
+# centred, or at `origin` (x:y of its top-left corner).
+grid_graph() { # first n flags crop cols rows tile_w tile_h gap out_w out_h out [origin]
   local first=$1 n=$2 flags=$3 crop=$4 cols=$5 rows=$6 tw=$7 th=$8 gap=$9 ow=${10} oh=${11} label=${12}
   local gw=$((cols * tw + (cols - 1) * gap)) gh=$((rows * th + (rows - 1) * gap)) graph="" layout=""
+  local origin=${13:-$(((ow - gw) / 2)):$(((oh - gh) / 2))}
   for ((i = 0; i < n; i++)); do
     graph+="[$((first + i)):v]${crop},scale=${tw}:${th}:flags=${flags},setsar=1[v$i];"
     layout+="$(((i % cols) * (tw + gap)))_$(((i / cols) * (th + gap)))|"
   done
   for ((i = 0; i < n; i++)); do graph+="[v$i]"; done
-  graph+="xstack=inputs=$n:layout=${layout%|}:fill=black,pad=${ow}:${oh}:$(((ow - gw) / 2)):$(((oh - gh) / 2)):black,format=yuv420p[$label]"
+  graph+="xstack=inputs=$n:layout=${layout%|}:fill=black,pad=${ow}:${oh}:${origin%:*}:${origin#*:}:black,format=yuv420p[$label]"
   echo "$graph"
 }
 
@@ -149,35 +152,53 @@ ffmpeg_cmd() { # stage crop columns rows tile_w tile_h gap out_w out_h bitrate o
 # x264enc with our settings (its property defaults give way to the preset; key-int-max,
 # bframes, threads, VBV and the option string set what ours sets); every participant's audio
 # decoded (avdec_aac), mixed by audiomixer, AAC 128 kbit/s (avenc_aac, FFmpeg's encoder like
-# ours, else voaacenc); hlssink2 with 2 s segments cut on x264's own keyframes.
+# ours, else voaacenc); mpegtsmux into one MPEG-TS file (hlssink2, which would cut it into
+# HLS segments, now and then never posts its EOS, and gst-launch-1.0 waits forever).
+# compositor places I420 tiles on even columns and rows only (it rounds odd positions up):
+# where our grid's origin is odd, GStreamer's grid is one pixel right or down of it, and its
+# SSIM reference is too (gst_origin).
+gst_origin() { # cols rows tile_w tile_h gap out_w out_h
+  local gw=$(($1 * $3 + ($1 - 1) * $5)) gh=$(($2 * $4 + ($2 - 1) * $5))
+  echo "$(((($6 - gw) / 2 + 1) & ~1)):$(((($7 - gh) / 2 + 1) & ~1))"
+}
 gst_cmd() { # stage in_size crop cols rows tile_w tile_h gap out_w out_h bitrate out_dir
   local stage=$1 in=$2 crop=$3 cols=$4 rows=$5 tw=$6 th=$7 gap=$8 ow=$9 oh=${10} bitrate=${11} out=${12}
-  local iw=${in%x*} ih=${in#*x} cw ch cx cy rest i=0 f x y
-  local gw=$((cols * tw + (cols - 1) * gap)) gh=$((rows * th + (rows - 1) * gap))
+  local iw=${in%x*} ih=${in#*x} cw ch cx cy rest i=0 f x y origin
+  origin=$(gst_origin "$cols" "$rows" "$tw" "$th" "$gap" "$ow" "$oh")
   IFS=: read -r cw ch cx cy rest <<< "${crop#crop=}"
   local videocrop=(videocrop "left=$cx" "top=$cy" "right=$((iw - cw - cx))" "bottom=$((ih - ch - cy))" !)
+  # No colour conversion, like ours: every caps keeps the colorimetry and chroma siting
+  # GStreamer gives the inputs (their H.264 has no colour description: BT.709 above 576
+  # lines, else BT.601; MPEG-2 chroma siting); left open, the tiles and the canvas get their
+  # own size's defaults, and videoscale and compositor convert every pixel between them
+  # (a quarter more CPU in (a), and 0.01 less SSIM).
+  local colour=colorimetry=bt601,chroma-site=mpeg2
+  ((ih <= 576)) || colour=colorimetry=bt709,chroma-site=mpeg2
   local aac=avenc_aac
   gst-inspect-1.0 avenc_aac >/dev/null 2>&1 || aac=voaacenc
   local pads=() branches=()
   for f in $(participant_files "$stage"); do
-    x=$(((ow - gw) / 2 + (i % cols) * (tw + gap))) y=$(((oh - gh) / 2 + (i / cols) * (th + gap)))
+    x=$((${origin%:*} + (i % cols) * (tw + gap))) y=$((${origin#*:} + (i / cols) * (th + gap)))
     pads+=("sink_$i::xpos=$x" "sink_$i::ypos=$y")
     branches+=(filesrc "location=$f" ! qtdemux "name=d$i"
       "d$i.video_0" ! queue ! h264parse ! avdec_h264 "max-threads=$decoder_threads" ! "${videocrop[@]}"
-      videoscale "method=${GST_SCALE:-bilinear2}" ! "video/x-raw,width=$tw,height=$th,pixel-aspect-ratio=1/1" ! "comp.sink_$i"
+      videoscale "method=${GST_SCALE:-bilinear2}" ! "video/x-raw,width=$tw,height=$th,pixel-aspect-ratio=1/1,$colour" ! "comp.sink_$i"
       "d$i.audio_0" ! queue max-size-time=5000000000 max-size-buffers=0 max-size-bytes=0 ! aacparse ! avdec_aac !
       audioconvert ! audioresample ! "audio/x-raw,format=F32LE,rate=48000,channels=2,layout=interleaved" ! "amix.sink_$i")
     i=$((i + 1))
   done
   mkdir -p "$out"
-  GST_ARGS=(gst-launch-1.0 -q compositor name=comp background=black "${pads[@]}"
-    ! "video/x-raw,format=I420,width=$ow,height=$oh,framerate=30/1,pixel-aspect-ratio=1/1" ! queue
+  # The queues into the muxer are unbounded: x264enc holds its lookahead, and a full queue
+  # there would stop a mixer, which stops the demuxers feeding the other (two aggregators
+  # waiting on each other). A hang ends after `timeout`, as a failure.
+  local unbounded=(queue max-size-time=0 max-size-buffers=0 max-size-bytes=0)
+  GST_ARGS=(timeout -k 10 $((duration * 20 + 120)) gst-launch-1.0 -q compositor name=comp background=black "${pads[@]}"
+    ! "video/x-raw,format=I420,width=$ow,height=$oh,framerate=30/1,pixel-aspect-ratio=1/1,$colour" ! queue
     ! x264enc speed-preset=veryfast "bitrate=$((bitrate / 1000))" vbv-buf-capacity=2000 key-int-max=60 bframes=0
     "threads=$(x264_threads "$ow" "$oh")" aud=false byte-stream=true option-string=keyint-min=60:scenecut=0:open-gop=0
-    ! video/x-h264,profile=main ! h264parse ! queue ! mux.video
-    audiomixer name=amix ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! "$aac" bitrate=128000 ! aacparse ! queue ! mux.audio
-    hlssink2 name=mux target-duration=2 max-files=0 playlist-length=0 send-keyframe-requests=false
-    "location=$out/segment%05d.ts" "playlist-location=$out/playlist.m3u8"
+    ! video/x-h264,profile=main ! h264parse ! "${unbounded[@]}" ! mux.
+    audiomixer name=amix ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! "$aac" bitrate=128000 ! aacparse ! "${unbounded[@]}" ! mux.
+    mpegtsmux name=mux ! filesink "location=$out/composite.ts"
     "${branches[@]}")
 }
 
@@ -210,14 +231,14 @@ encode_floor_cmd() { # stage crop cols rows tile_w tile_h gap out_w out_h bitrat
     "${X264_ARGS[@]}" "${AAC_ARGS[@]}" -f null -)
 }
 
-# SSIM of a composite (HLS playlist) against an uncompressed reference composite of the same
-# stage and geometry, scaled with bicubic + accurate rounding + full chroma interpolation and
-# never encoded. Frames are matched by index. Prints the "All" SSIM.
-ssim_against_reference() { # playlist stage crop cols rows tile_w tile_h gap out_w out_h
+# SSIM of a composite (HLS playlist or MPEG-TS file) against an uncompressed reference
+# composite of the same stage and geometry, scaled with bicubic + accurate rounding + full
+# chroma interpolation and never encoded. Frames are matched by index. Prints the "All" SSIM.
+ssim_against_reference() { # playlist stage crop cols rows tile_w tile_h gap out_w out_h [origin]
   local playlist=$1 stage=$2 files=() n graph
   for f in $(participant_files "$stage"); do files+=(-i "$f"); done
   n=$((${#files[@]} / 2))
-  graph="$(grid_graph 1 "$n" bicubic+accurate_rnd+full_chroma_int "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" ref0);"
+  graph="$(grid_graph 1 "$n" bicubic+accurate_rnd+full_chroma_int "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" ref0 "${11:-}");"
   graph+="[ref0]setpts=N/30/TB[ref];[0:v]format=yuv420p,setpts=N/30/TB[cmp];[cmp][ref]ssim=shortest=1"
   ffmpeg -nostdin -hide_banner -i "$playlist" "${files[@]}" -filter_complex "$graph" -an -f null - 2>&1 |
     sed -n 's/.*SSIM .* All:\([0-9.]*\).*/\1/p' | tail -1
@@ -310,7 +331,7 @@ run_scenario() { # label participants in_size encoder crop cols rows tile_w tile
     ours=$(find "$work/out-$label" -name playlist.m3u8 | head -1)
     line="  SSIM against an uncompressed reference composite: stage-compositor $(ssim_against_reference "$ours" "$stage" "${geometry[@]}")"
     line+="   ffmpeg $(ssim_against_reference "$work/ffmpeg-$label/playlist.m3u8" "$stage" "${geometry[@]}")"
-    [[ -z $gst ]] || line+="   gstreamer $(ssim_against_reference "$work/gst-$label/playlist.m3u8" "$stage" "${geometry[@]}")"
+    [[ -z $gst ]] || line+="   gstreamer $(ssim_against_reference "$work/gst-$label/composite.ts" "$stage" "${geometry[@]}" "$(gst_origin "${geometry[@]:1}")")"
     echo "$line"
   fi
 }

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # Installs the Debian packages stage-compositor builds and tests with, when missing.
 # Idempotent and quiet when everything is there. Needs root (or sudo) only to install.
+# Usage: scripts/install-deps.sh [--test] [--bench]
 set -euo pipefail
+
+test=""
+bench=""
+for arg in "$@"; do
+  case "$arg" in
+    --test) test=1 ;;
+    --bench) bench=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (--test, --bench)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   pkg-config ffmpeg curl
   libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libopus-dev
   libssl-dev libsrtp2-dev
 )
-if [[ "${1:-}" == "--test" ]]; then
+if [[ -n "$test" ]]; then
   # systemd: systemd-analyze for the unit tests (OpsTests).
   # GStreamer: rtmp2sink, a second RTMP publisher independent of FFmpeg (live ingest tests).
   # python3-numpy: measuring composites (tones, onsets) in scripts/daemon-tests.
@@ -22,6 +33,15 @@ if [[ "${1:-}" == "--test" ]]; then
              chromium iproute2
              # The PostgreSQL store's tests start their own server (initdb in a temp dir).
              postgresql)
+fi
+if [[ -n "$bench" ]]; then
+  # benchmarks/run.sh: its camera-like inputs are photographs of plasma-workspace-wallpapers
+  # (scripts/make-fixture.sh --content camera); its GStreamer peer is a gst-launch-1.0
+  # pipeline (qtdemux, h264parse, avdec_h264 from gstreamer1.0-libav, videoscale, compositor,
+  # audiomixer, x264enc, avenc_aac, hlssink2); /usr/bin/time measures every run.
+  packages+=(time plasma-workspace-wallpapers
+             gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+             gstreamer1.0-plugins-ugly gstreamer1.0-libav)
 fi
 
 missing=()
@@ -37,7 +57,7 @@ if ((${#missing[@]})); then
 fi
 
 # The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3 (PyPI).
-if [[ "${1:-}" == "--test" ]]; then
+if [[ -n "$test" ]]; then
   if ! command -v aws >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
     echo "installing: awscli boto3 (pip)"
     python3 -m pip install -q awscli boto3

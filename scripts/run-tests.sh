@@ -9,7 +9,7 @@ status=${PIPESTATUS[0]}
 if ((status != 0)); then
   echo
   echo "==== swift test failed (exit $status). What failed (the whole output is in $log):"
-  grep -E -n "error:|' failed|✘|Fatal error|fatal error|Exited with|Segmentation|Illegal instruction|Traceback|AssertionError|FAIL" "$log" \
+  grep -E -n "error:|' failed|✘|Fatal error|fatal error|Exited with|Segmentation|Illegal instruction|Traceback|AssertionError|FAIL [a-z_]+:" "$log" \
     | grep -v "error destinations-tests\|\[Destinations\]" | tail -n 80
 fi
 exit "$status"

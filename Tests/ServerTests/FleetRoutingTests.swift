@@ -153,7 +153,9 @@ final class ScriptedOwnership: StageOwnership {
     @Test("a call signed with the fleet's secret runs as forwarded without SigV4; a wrong signature is refused")
     func signedCalls() async throws {
         let seen = Mutex<[Bool]>([])
-        let responder = ServerResponder(
+        // The responder's clock is the signing time: however long this takes on a loaded machine.
+        let now: Int64 = 1_800_000_000_000
+        var responder = ServerResponder(
             maxBodyBytes: 4096, authenticator: DenyAll(), registry: PrometheusCollectorRegistry(),
             metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())),
             logger: Logger(label: "fleet-routing"),
@@ -162,9 +164,9 @@ final class ScriptedOwnership: StageOwnership {
                 return Data("{}".utf8)
             },
             fleetSecret: "a-fleet-secret-of-some-length")
+        responder.nowMs = { now + 29_000 }
         let app = Application(responder: responder)
         let body = #"{"arn":"x"}"#
-        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         @Sendable func headers(secret: String) -> HTTPFields {
             var fields = HTTPFields()
             fields[HTTPField.Name(FleetCallSignature.nodeHeader)!] = "node-a"

@@ -658,9 +658,10 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         sync(&entry, with: machine)
         entries[arn] = entry
         dirty.insert(arn)
-        if let released { await ownership.release(released) }
         for followUp in followUps { await apply(followUp, to: arn) }
         await flush()
+        // After its final state is stored: a stage placed again elsewhere meanwhile would refuse that write.
+        if let released { await ownership.release(released) }
     }
 
     /// Copies the machine's states onto the API shape, stamping wall-clock times on changes.

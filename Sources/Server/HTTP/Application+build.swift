@@ -386,6 +386,8 @@ public struct ServerResponder: HTTPResponder {
     /// The fleet's shared secret: a call signed with it (FleetCallSignature) is another node
     /// forwarding an operation to this one, the stage's owner.
     var fleetSecret: String?
+    /// The wall clock a fleet call's time is checked against (ms since 1970).
+    var nowMs: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
     /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
     var metricsBearerToken: String?
     /// The connection caps, by listener, counted into /metrics when it is read.
@@ -441,9 +443,8 @@ public struct ServerResponder: HTTPResponder {
         var forwarded = false
         if let signature = request.headers[HTTPField.Name(FleetCallSignature.signatureHeader)!] {
             let time = request.headers[HTTPField.Name(FleetCallSignature.timeHeader)!] ?? ""
-            let nowMs = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
             guard let fleetSecret, FleetCallSignature.verify(secret: fleetSecret, method: method, path: rawPath, query: rawQuery,
-                                                             timeText: time, signature: signature, body: body, nowMs: nowMs) else {
+                                                             timeText: time, signature: signature, body: body, nowMs: nowMs()) else {
                 logger.notice("refused a call signed as from another node", metadata: [
                     "node": "\(request.headers[HTTPField.Name(FleetCallSignature.nodeHeader)!] ?? "?")"])
                 return Self.errorResponse(.accessDenied("the fleet call signature does not verify (secret, or clocks more than "
