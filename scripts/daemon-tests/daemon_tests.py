@@ -967,6 +967,15 @@ def test_postgres_one_node_lease_and_fencing(d):
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 
+def run_from_command_line(tests, make, usage):
+    """`script.py BINARY TEST`: runs TEST with `make(binary, workdir)` as its daemon (or fleet)."""
+    if len(sys.argv) != 3:
+        print(usage)
+        return 2
+    binary, name = sys.argv[1], sys.argv[2]
+    return run_test(tests, name, lambda workdir: make(binary, workdir), usage)
+
+
 def run_test(tests, name, make_daemon, usage):
     """Runs one test with a fresh daemon in a temporary folder; 0 when it passed. Shared by
     the daemon and live test scripts."""

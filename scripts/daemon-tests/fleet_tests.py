@@ -30,7 +30,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import ENV, REGION, Daemon, Failure, check, final_playlist, run_test  # noqa: E402
+from daemon_tests import ENV, REGION, Daemon, Failure, check, final_playlist, run_from_command_line  # noqa: E402
 from live_tests import SIZE, Publisher, check_phases, create_ingest, live_daemon  # noqa: E402
 from s3_tests import BUCKET, CREDENTIALS, Moto  # noqa: E402
 from whip_tests import CLIENTS, AiortcPublisher, free_udp_port, token, whip_post  # noqa: E402
@@ -920,16 +920,6 @@ def test_fleet_database_restart(fleet):
           f"intervals {[round(i, 2) for i in intervals]}")
 
 
-TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
-
-
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, name = sys.argv[1], sys.argv[2]
-    return run_test(TESTS, name, lambda workdir: Fleet(binary, workdir), __doc__)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_from_command_line({name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")},
+                                   Fleet, __doc__))
