@@ -12,6 +12,7 @@
 // written its last object. A spool found at start-up (`resume`) carries on where it was.
 public import Foundation
 public import Logging
+import MediaCore
 import Synchronization
 
 public final class ObjectSpool: Sendable {
@@ -100,6 +101,8 @@ public final class ObjectSpool: Sendable {
     private let state: Mutex<State>
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
+    /// Rung once, when the spool is finished (`finished()` waits for it).
+    private let finishedSignal = ChangeSignal()
 
     static let descriptorName = "spool.json"
     static let closedName = "closed"
@@ -268,11 +271,9 @@ public final class ObjectSpool: Sendable {
     }
 
     /// Waits until the spool is closed and everything in it is stored.
+    /// Returns early when the task is cancelled.
     public func finished() async {
-        while !status.finished {
-            try? await Task.sleep(for: .milliseconds(200))
-            if Task.isCancelled { return }
-        }
+        _ = await finishedSignal.wait { status.finished }
     }
 
     private enum Next {
@@ -304,6 +305,7 @@ public final class ObjectSpool: Sendable {
             case .finish:
                 try? FileManager.default.removeItem(at: directory)
                 state.withLock { $0.finished = true }
+                finishedSignal.signal()
                 logger.debug("spool drained and removed")
                 return
             case .skip(let entry):

@@ -30,6 +30,7 @@ final class FleetDaemonTests: XCTestCase {
     func testPlacementByCapacityRefusesWhenNoNodeHasRoom() throws { try runOnSharedServer("fleet_capacity_and_refusal") }
     func testKill9OfAStagesNodeFailsOverToASurvivor() throws { try runOnSharedServer("fleet_failover_kill9") }
     func testANodeStoppedPastItsLeaseFencesItselfAndWritesNothing() throws { try runOnSharedServer("fleet_fencing_sigstop") }
+    func testSIGTERMDrainsANodeAndItsCompositionsFinishFirst() throws { try runOnSharedServer("fleet_drain_sigterm") }
 
     func testDatabaseRestartMidCompositionReapsNoNodeAndLeavesNoGap() throws {
         let server = try PostgresTestServer.dedicated()

@@ -129,7 +129,7 @@ class Fleet:
         os.environ.update(CREDENTIALS)
         return self.moto
 
-    def node(self, name, capacity=4000, idle=10.0):
+    def node(self, name, capacity=4000, idle=10.0, drain=None):
         """A node's configuration (not started): live ingest on free ports (RTMP, RTMPS, WHIP),
         the moto bucket as rec-bucket, the fleet database settings."""
         check(self.url, "needs STAGE_COMPOSITOR_TEST_DATABASE_URL (run through FleetDaemonTests)")
@@ -142,7 +142,8 @@ class Fleet:
             "buckets": {"rec-bucket": {"s3": {"endpoint": self.moto.endpoint, "bucket": BUCKET, "pathStyle": True,
                                               "requestTimeoutSeconds": 3, "maxAttempts": 2}}},
             "database": {"url": self.url, "nodeId": f"node-{name}", **LEASE,
-                         "fleet": {"secret": SECRET, "capacityMillicores": capacity}},
+                         "fleet": {"secret": SECRET, "capacityMillicores": capacity,
+                                   **({} if drain is None else {"drainTimeoutSeconds": drain})}},
         }
         node = FleetNode(self.binary, directory, idle=idle, auth=AUTH, extra=extra)
         node.name = name
@@ -793,6 +794,90 @@ def test_fleet_fencing_sigstop(fleet):
     check_finalized_recording(fleet, prefix, "recording-failed.json")
     figure(f"fencing: SIGSTOP of {a.node_id} -> FAILED on {b.node_id} after {failed_after:.2f} s; SIGCONT -> "
            f"exited {exited_after:.2f} s later with status {a.process.returncode}; {len(after)} objects unchanged")
+
+
+@fleet_test
+def test_fleet_drain_sigterm(fleet):
+    """SIGTERM drains a node. A publisher places a stage on A (drainTimeoutSeconds 60) and a
+    composition started through B records it. SIGTERM A: `nodes` shows it draining at once, a
+    new stage's composition started through A is placed on B, and A's composition goes on
+    recording (A keeps answering, its segments keep coming). StopComposition through B ends it
+    as usual (recording-ended.json), and A then exits 0 at once, without waiting out its drain.
+    Then SIGTERM B (drainTimeoutSeconds 2) with its composition running: after the 2 s it stops
+    that composition as a plain shutdown does (STOPPED, recording-ended.json) and exits 0."""
+    fleet.start_moto()
+    a = fleet.node("a", drain=60.0)
+    b = fleet.node("b", drain=2.0)
+    for node in (a, b):
+        node.start()
+    enc, sto = setup(fleet, a)
+    stage = a.api().create_stage(name="drain")["stage"]
+    stage_arn = stage["arn"]
+    red = create_ingest(a, stage_arn, "red", secure=False)
+    fleet.adopt(Publisher(a.rtmp_url(stage, red), "red", 440, fleet.workdir, "red"))
+    fleet.wait_publishing(b, stage_arn, red["participantId"])
+    fleet.owner(stage_arn, expect=a.node_id)
+    arn = fleet.call(b, "start_composition", stageArn=stage_arn, destinations=[s3_destination(enc, sto)])["composition"]["arn"]
+    fleet.wait_state(b, arn, {"ACTIVE"})
+    prefix = recording_prefix(fleet.composition(b, arn))
+    fleet.wait_objects("two segments stored", prefix, lambda keys: len(fleet.segments(prefix)) >= 2, 30)
+
+    a.process.send_signal(signal.SIGTERM)
+    terminated = time.time()
+    deadline = terminated + 10
+    while True:
+        text, table = fleet.nodes_table(via=b)
+        if table.get(a.node_id, {}).get("draining"):
+            break
+        check(time.time() < deadline, f"{a.node_id} is not shown draining 10 s after SIGTERM:\n{text}")
+        time.sleep(0.2)
+    marked_after = time.time() - terminated
+    check(stage_arn in table[a.node_id]["stages"], f"the draining node keeps its stage:\n{text}")
+
+    # A new stage goes elsewhere, even when its StartComposition reaches the draining node.
+    other = a.api().create_stage(name="drain-new")["stage"]["arn"]
+    second = fleet.call(a, "start_composition", stageArn=other, destinations=[s3_destination(enc, sto)])["composition"]["arn"]
+    check(fleet.owner(other).node_id == b.node_id, "a new stage is placed on the node that is not draining")
+
+    # The running composition goes on: ACTIVE, and new segments after the SIGTERM.
+    at_term = len(fleet.segments(prefix))
+    fleet.wait_objects("two more segments after SIGTERM", prefix, lambda keys: len(fleet.segments(prefix)) >= at_term + 2,
+                       4 * SEGMENT_SECONDS + 10)
+    check(a.running(), f"{a.node_id} exited while its composition was running (drain timeout 60 s)")
+    check(fleet.composition(a, arn)["state"] == "ACTIVE", "the draining node's composition is still ACTIVE")
+
+    stop_requested = time.time()
+    fleet.call(b, "stop_composition", arn=arn)
+    check(fleet.wait_state(b, arn, {"STOPPED", "FAILED"}) == "STOPPED", "the composition stops as usual")
+    try:
+        a.process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{a.node_id} did not exit within 20 s of its last composition's StopComposition")
+    exited_after = time.time() - stop_requested
+    check(a.process.returncode == 0, f"a drained node exits 0, not {a.process.returncode}")
+    check("drained: no composition runs here" in a.full_log(), f"{a.node_id} logs that it drained")
+    metadata, listed, extinf, _ = check_finalized_recording(fleet, prefix, "recording-ended.json")
+    check(metadata.get("recording_status") == "RECORDING_ENDED", f"metadata: {metadata}")
+    names = [e["detail"]["event_name"] for e in fleet.events(arn)]
+    check(names.count("Session End") == 1 and "Session Failure" not in names, f"one Session End: {names}")
+    figure(f"drain: SIGTERM -> {a.node_id} shown draining after {marked_after:.2f} s; its composition ran on "
+           f"{stop_requested - terminated:.1f} s ({len(listed)} segments, {extinf:.1f} s recorded); after StopComposition "
+           f"it exited 0 in {exited_after:.2f} s")
+
+    # B's drain times out: what still runs is stopped and finalized as at any shutdown.
+    fleet.wait_state(b, second, {"STARTING", "ACTIVE"})
+    b.process.send_signal(signal.SIGTERM)
+    terminated = time.time()
+    try:
+        b.process.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{b.node_id} did not exit within 40 s of SIGTERM with a 2 s drain timeout")
+    took = time.time() - terminated
+    check(b.process.returncode == 0, f"{b.node_id} exits 0 after its drain timeout, not {b.process.returncode}")
+    log = b.full_log()
+    check("drain timeout: stopping the compositions still running" in log, f"{b.node_id} logs its drain timeout")
+    check(took >= 2.0, f"{b.node_id} exited {took:.2f} s after SIGTERM, before its 2 s drain timeout")
+    figure(f"drain timeout: {b.node_id} exited 0 {took:.2f} s after SIGTERM (2 s drain, then its composition stopped)")
 
 
 @fleet_test

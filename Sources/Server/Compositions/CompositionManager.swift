@@ -75,6 +75,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     private var outbox: [CompositionStateChangeEvent] = []
     private var dirty: Set<String> = []
     private var flushing = false
+    /// Rung after every change of `entries` that waits look for (a pipeline's report, a flush).
+    private let changes = ChangeSignal()
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
                 launcher: any CompositionPipelineLauncher, buckets: BucketService, hub: LiveStageHub? = nil, clock: any MediaClock,
@@ -151,14 +153,35 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         // Until every composition has ended and its final state is persisted and published:
         // the caller cancels the inbox task next, and a write cancelled halfway would leave a
         // STOPPED composition stored as running.
-        while ContinuousClock.now < deadline,
-              entries.values.contains(where: { !$0.isTerminal || $0.handle != nil }) || flushing || !dirty.isEmpty || !outbox.isEmpty {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await waitUntil(deadline) { isSettled }
         for entry in entries.values where !entry.isTerminal {
             entry.logger.error("composition did not finish within the shutdown grace period; it is finalized on the next start")
         }
         await flush()
+    }
+
+    /// Fleet drain: waits until no composition runs here (each ends as it would: StopComposition,
+    /// the idle timeout, its maximum duration) and its final state is kept, or until
+    /// `deadline`. Returns how many still run.
+    public func waitForRunningCompositions(until deadline: ContinuousClock.Instant) async -> Int {
+        notifier?.stopping(status: "draining: \(runningCount.compositions) compositions running")
+        _ = await waitUntil(deadline) { isSettled }
+        return runningCount.compositions
+    }
+
+    /// Every composition has ended, its pipeline is gone, and its final state is stored and published.
+    private var isSettled: Bool {
+        !entries.values.contains(where: { !$0.isTerminal || $0.handle != nil }) && !flushing && dirty.isEmpty && outbox.isEmpty
+    }
+
+    /// Waits until `condition` holds or `deadline` passes (checked after every change `changes` rings).
+    private func waitUntil(_ deadline: ContinuousClock.Instant, _ condition: () -> Bool) async -> Bool {
+        while true {
+            let seen = changes.generation
+            if condition() { return true }
+            guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
+            await changes.changed(after: seen, deadline: deadline)
+        }
     }
 
     // MARK: Start-up
@@ -526,6 +549,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
     /// One report from a pipeline thread (through the inbox; tests call it directly).
     func handle(_ report: PipelineReport, for arn: String) async {
+        defer { changes.signal() }
         guard let entry = entries[arn] else { return }
         switch report {
         case .session(.mediaFlowing):
@@ -694,7 +718,10 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     func flush() async {
         guard !flushing else { return }
         flushing = true
-        defer { flushing = false }
+        defer {
+            flushing = false
+            changes.signal()
+        }
         while !dirty.isEmpty || !outbox.isEmpty {
             let changed = dirty
             dirty = []

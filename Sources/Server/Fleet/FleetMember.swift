@@ -162,15 +162,44 @@ final class FleetMember: Service {
 /// compositions finish; the membership itself leaves last.
 struct FleetDrain: Service {
     let member: FleetMember
+    /// How long running compositions get to end on their own.
+    let timeout: Duration
+    /// Waits until no composition runs here or the deadline; returns how many still run.
+    let hook: DrainHook
     let logger: Logger
 
+    /// Shut down before the application (runServer's group): marks the node draining (no new stages are placed
+    /// here), lets its compositions end on their own within `timeout`, then returns, and the
+    /// other services stop as they always do (what still runs is stopped and finalized).
     func run() async throws {
         try? await gracefulShutdown()
         do {
             try await member.store.setDraining(nodeId: member.registration.nodeId, incarnation: member.incarnation, true)
-            logger.notice("draining: this node takes no new stages", metadata: ["node": "\(member.registration.nodeId)"])
+            logger.notice("draining: this node takes no new stages",
+                          metadata: ["node": "\(member.registration.nodeId)", "drain.timeout.s": "\(timeout.components.seconds)"])
         } catch {
             logger.warning("could not mark this node draining", metadata: ["error": "\(error)"])
         }
+        let started = ContinuousClock.now
+        let left = await hook.waitForCompositions(until: started + timeout)
+        let waited = ContinuousClock.now - started
+        if left == 0 {
+            logger.notice("drained: no composition runs here", metadata: ["waited": "\(waited)"])
+        } else {
+            logger.notice("drain timeout: stopping the compositions still running", metadata: ["compositions": "\(left)"])
+        }
+    }
+}
+
+/// What the drain waits on, given once the composition manager exists.
+final class DrainHook: Sendable {
+    private let wait = Mutex<(@Sendable (ContinuousClock.Instant) async -> Int)?>(nil)
+
+    func install(_ body: @escaping @Sendable (ContinuousClock.Instant) async -> Int) { wait.withLock { $0 = body } }
+
+    /// How many compositions still run at `deadline` (0 without a manager).
+    func waitForCompositions(until deadline: ContinuousClock.Instant) async -> Int {
+        guard let body = wait.withLock({ $0 }) else { return 0 }
+        return await body(deadline)
     }
 }

@@ -100,8 +100,16 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
                 store: store, nodeId: registration.nodeId, incarnation: member.incarnation, secret: fleet.secret,
                 httpClient: HTTPClient.shared, logger: dependencies.logger))
         }
-        try await buildApplication(configuration: configuration, dependencies: dependencies, store: store,
-                                   services: [member], fleet: context).runService()
+        let application = try await buildApplication(configuration: configuration, dependencies: dependencies, store: store,
+                                                     services: [member], fleet: context)
+        guard let context, let fleet else { return try await application.runService() }
+        // The drain shuts down first and alone: the API, ingest and compositions all go on
+        // while it waits; then the application stops as it always does.
+        let drain = FleetDrain(member: member, timeout: .milliseconds(Int64(
+            (fleet.drainTimeoutSeconds ?? ServerConfiguration.Database.Fleet.defaultDrainTimeoutSeconds) * 1000)),
+                               hook: context.drain, logger: dependencies.logger)
+        try await ServiceGroup(configuration: .init(services: [application, drain], gracefulShutdownSignals: [.sigterm, .sigint],
+                                                    logger: dependencies.logger)).run()
     }
 }
 
@@ -109,6 +117,8 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
 public struct FleetContext: Sendable {
     let member: FleetMember
     let ownership: FleetOwnership
+    /// How the drain waits for this node's compositions (installed by buildApplication).
+    let drain = DrainHook()
 }
 
 /// The application on `store`, or (nil) on the SQLite database in the state directory.
@@ -254,6 +264,7 @@ func makeApplication<Store: CompositionStore>(
         metricsBearerToken: configuration.metrics.bearerToken,
         connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
     let logger = dependencies.logger
+    fleet?.drain.install { [manager] deadline in await manager.waitForRunningCompositions(until: deadline) }
     return Application(
         responder: responder,
         server: HTTPLimits.server(limiter: limiter, idleTimeout: TimeAmount.milliseconds(Int64((listen.idleTimeoutSeconds ?? 30) * 1000))),
@@ -261,8 +272,7 @@ func makeApplication<Store: CompositionStore>(
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
         // (their last stage updates), the compositions, and the event services last, so
         // they deliver everything the others published.
-        services: eventServices + [buckets, manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? [])
-            + (fleet.map { [FleetDrain(member: $0.member, logger: logger)] } ?? []),
+        services: eventServices + [buckets, manager, runtime] + (ingestServer.map { [$0] } ?? []) + (whip.map { [$0.server] } ?? []),
         onServerRunning: { [notifier = dependencies.notifier] channel in
             let address = channel.localAddress.map { "\($0)" } ?? "?"
             logger.notice("stage-compositor listening", metadata: ["address": "\(address)"])

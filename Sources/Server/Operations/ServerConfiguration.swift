@@ -83,8 +83,16 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             public var advertisedURL: String?
             /// CPU offered to stages, in thousandths of a core (default: 1000 per core).
             public var capacityMillicores: Int?
+            /// On SIGTERM the node takes no new stages and lets its running compositions end
+            /// on their own (StopComposition, the idle timeout) for up to this long, then stops
+            /// what still runs as a plain shutdown does (default 15 s; systemd's TimeoutStopSec
+            /// must cover it plus lifecycle.shutdownGraceSeconds).
+            public var drainTimeoutSeconds: Double?
+            public static let defaultDrainTimeoutSeconds: Double = 15
 
-            public init(secret: String, internalURL: String? = nil, advertisedURL: String? = nil, capacityMillicores: Int? = nil) {
+            public init(secret: String, internalURL: String? = nil, advertisedURL: String? = nil, capacityMillicores: Int? = nil,
+                        drainTimeoutSeconds: Double? = nil) {
+                self.drainTimeoutSeconds = drainTimeoutSeconds
                 self.secret = secret
                 self.internalURL = internalURL
                 self.advertisedURL = advertisedURL
@@ -610,6 +618,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if let fleet = database.fleet {
             if database.url == nil { problems.append("database.fleet: needs database.url (the PostgreSQL database the nodes share)") }
             if fleet.secret.utf8.count < 16 { problems.append("database.fleet.secret: at least 16 characters, the same on every node") }
+            if let drain = fleet.drainTimeoutSeconds, !(0...86_400).contains(drain) {
+                problems.append("database.fleet.drainTimeoutSeconds: \(drain) is outside 0...86400")
+            }
             if let capacity = fleet.capacityMillicores, !(0...1_000_000).contains(capacity) {
                 problems.append("database.fleet.capacityMillicores: \(capacity) is outside 0...1000000")
             }
