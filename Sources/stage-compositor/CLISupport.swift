@@ -1,3 +1,4 @@
+import APIModels
 import ArgumentParser
 import Foundation
 import Logging
@@ -27,10 +28,6 @@ func makeLogger(label: String, verbose: Bool) -> Logger {
 }
 
 /// 12 characters of [a-zA-Z0-9], like IVS resource IDs.
-func makeResourceID() -> String {
-    let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-    var generator = SystemRandomNumberGenerator()
-    return String((0..<12).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
-}
+func makeResourceID() -> String { ResourceID.random().rawValue }
 
 func stderrIsTerminal() -> Bool { isatty(STDERR_FILENO) != 0 }

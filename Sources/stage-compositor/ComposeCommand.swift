@@ -7,6 +7,7 @@ import HLS
 import Layout
 import MediaCore
 import Pipeline
+import Server
 import Stages
 import Storage
 
@@ -106,12 +107,9 @@ struct ComposeCommand: ParsableCommand {
             let source = try RecordedStageSource(stage: recordedStage, limits: limits, logger: logger)
 
             guard record || rtmp != nil else { throw CLIFailure("--no-record needs --rtmp: there would be no output") }
-            var channel: ChannelDestinationPlan?
+            var channel: ChannelDestinationConfiguration?
             if let rtmp {
-                do {
-                    channel = ChannelDestinationPlan(destinationId: makeResourceID(),
-                                                     configuration: try ChannelDestinationConfiguration.parse(publishURL: rtmp))
-                } catch { throw CLIFailure("--rtmp: \(error)") }
+                do { channel = try ChannelDestinationConfiguration.parse(publishURL: rtmp) } catch { throw CLIFailure("--rtmp: \(error)") }
             }
 
             // The client outlives the composition: uploads finish before `run` returns.
@@ -124,20 +122,12 @@ struct ComposeCommand: ParsableCommand {
                 LocalDirectoryStorage(rootPath: out)
             }
 
-            let compositionId = makeResourceID()
-            let plan = CompositionPlan(
-                compositionId: compositionId, encoder: spec, layout: layoutConfiguration,
-                recording: !record ? nil : RecordingDestinationPlan(destinationId: makeResourceID(),
-                                                                    storage: storage,
-                                                                    encoderConfigurationId: makeResourceID(),
-                                                                    targetSegmentDurationSeconds: segmentDuration,
-                                                                    thumbnails: thumbnailPlan),
-                channel: channel,
-                preset: preset,
-                reuseUnchangedTiles: tileReuse,
-                encoderThreads: encoderThreads,
-                parallelDecoding: parallelDecoding,
-                decodeHiddenVideo: decodeHiddenVideo)
+            let planning = ComposePlanning(stageArn: recordedStage.manifest.stageArn, layout: layoutConfiguration, encoder: spec,
+                                           recording: record ? (segmentDuration, thumbnailPlan) : nil, channel: channel)
+            let plan = try planning.compositionPlan(
+                compositionId: makeResourceID(), uploads: { UploadQueue(storage: storage, logger: $0) }, preset: preset,
+                tuning: CompositionTuning(reuseUnchangedTiles: tileReuse, encoderThreads: encoderThreads,
+                                          parallelDecoding: parallelDecoding, decodeHiddenVideo: decodeHiddenVideo))
             let limit = duration.map { MediaTime.microseconds(Int64($0 * 1_000_000)) }
             let runner = try CompositionRunner(plan: plan, source: source, duration: limit, logger: logger,
                                                channelEvents: { event in

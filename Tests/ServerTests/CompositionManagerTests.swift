@@ -137,12 +137,12 @@ final class CompositionManagerTests: XCTestCase {
         let started = try await h.manager.start(request)
         let (s3, channel) = (started.destinations[0].id, started.destinations[1].id)
         let job = try XCTUnwrap(h.launcher.jobs.first)
-        XCTAssertEqual(job.channel?.destinationId, channel)
-        XCTAssertEqual(job.channel?.configuration.ingestURL, "rtmp://127.0.0.1:1935/live")
-        XCTAssertEqual(job.channel?.configuration.streamKey, "sk_test")
-        XCTAssertEqual(job.channel?.configuration.reconnect.maxRetries, 2)
-        XCTAssertEqual(job.channel?.configuration.reconnect.baseInterval.microsecondsValue, 500_000)
-        XCTAssertEqual(job.recording?.destinationId, s3)
+        XCTAssertEqual(job.plan.channel?.destinationId, channel)
+        XCTAssertEqual(job.plan.channel?.configuration.ingestURL, "rtmp://127.0.0.1:1935/live")
+        XCTAssertEqual(job.plan.channel?.configuration.streamKey, "sk_test")
+        XCTAssertEqual(job.plan.channel?.configuration.reconnect.maxRetries, 2)
+        XCTAssertEqual(job.plan.channel?.configuration.reconnect.baseInterval.microsecondsValue, 500_000)
+        XCTAssertEqual(job.plan.recording?.destinationId, s3)
 
         // A drop reported before "Session Start" waits for it.
         await h.manager.handle(.channel(destinationId: channel, .reconnecting(ChannelFailure(.connectionRefused))), for: started.arn)
@@ -176,7 +176,7 @@ final class CompositionManagerTests: XCTestCase {
             DestinationConfiguration(channel: APIModels.ChannelDestinationConfiguration(channelArn: channelArn)),
         ])
         let started = try await h.manager.start(request)
-        XCTAssertNil(h.launcher.jobs.first?.recording)
+        XCTAssertNil(h.launcher.jobs.first?.plan.recording)
         await h.manager.handle(.session(.mediaFlowing), for: started.arn)
         await h.manager.handle(.channel(destinationId: started.destinations[0].id, .failed(ChannelFailure(.streamRejected))),
                                for: started.arn)

@@ -1,10 +1,12 @@
 // CompositionPlanner as a table: each request (with what its ARNs resolve to) and the plan or
 // the first problem it must give. The manager stores, shows and runs exactly this plan.
 import APIModels
+import Destinations
 import Foundation
 import Persistence
 import MediaCore
 import Pipeline
+import Storage
 @testable import Server
 import Testing
 
@@ -28,10 +30,12 @@ enum PlannerFixtures {
         storages: [storage: StorageConfiguration(arn: storage, name: "s", s3: S3StorageConfiguration(bucketName: "rec-bucket"), tags: [:]),
                    elsewhere: StorageConfiguration(arn: elsewhere, name: "x", s3: S3StorageConfiguration(bucketName: "not-here"), tags: [:])])
 
-    static func s3(_ storage: String = storage, encoder: String = hd, segment: Int? = nil) -> DestinationConfiguration {
+    static func s3(_ storage: String = storage, encoder: String = hd, segment: Int? = nil,
+                   thumbnails: [CompositionThumbnailConfiguration]? = nil) -> DestinationConfiguration {
         DestinationConfiguration(s3: S3DestinationConfiguration(
             storageConfigurationArn: storage, encoderConfigurationArns: [encoder],
-            recordingConfiguration: segment.map { RecordingConfiguration(hlsConfiguration: CompositionRecordingHlsConfiguration(targetSegmentDurationSeconds: $0)) }))
+            recordingConfiguration: segment.map { RecordingConfiguration(hlsConfiguration: CompositionRecordingHlsConfiguration(targetSegmentDurationSeconds: $0)) },
+            thumbnailConfigurations: thumbnails))
     }
 
     static func channel(_ arn: String = channelArn, encoder: String? = nil) -> DestinationConfiguration {
@@ -59,7 +63,8 @@ enum PlannerFixtures {
             stored: StoredRecording(destinationId: "DEST0", storageRoot: "/srv/recordings", bucket: "rec-bucket",
                                     prefix: "STAGESTAGE12/COMPCOMPCOMP/DEST0/composite", renditionName: "720p30-HDHDHDHDHDHD",
                                     width: 1280, height: 720, targetSegmentDurationSeconds: 4),
-            bucket: "rec-bucket", encoderConfigurationId: "HDHDHDHDHDHD"))
+            bucket: "rec-bucket", encoderConfigurationId: "HDHDHDHDHDHD",
+            thumbnails: ThumbnailPlan(intervalSeconds: 60, sequential: true, latest: false)))
         #expect(plan.encoder == EncoderSpec(width: 1280, height: 720, frameRate: Rational(30, 1), bitrate: 2_500_000))
         #expect(plan.channel == nil)
         #expect(plan.layout == .defaultGrid)
@@ -126,5 +131,39 @@ enum PlannerFixtures {
         let named = CompositionPlanner.namedConfigurations(request)
         #expect(named.encoders == [F.small, F.hd])
         #expect(named.storages == [F.storage])
+    }
+
+    @Test("thumbnails as the destination asks: IVS's default without a configuration, none with an empty storage list", arguments: [
+        (nil as [CompositionThumbnailConfiguration]?, ThumbnailPlan(intervalSeconds: 60, sequential: true, latest: false) as ThumbnailPlan?),
+        ([CompositionThumbnailConfiguration(targetIntervalSeconds: 5, storage: [.latest])], ThumbnailPlan(intervalSeconds: 5, sequential: false, latest: true)),
+        ([CompositionThumbnailConfiguration(targetIntervalSeconds: 10, storage: [.sequential, .latest])], ThumbnailPlan(intervalSeconds: 10, sequential: true, latest: true)),
+        ([CompositionThumbnailConfiguration(storage: [.latest])], ThumbnailPlan(intervalSeconds: 60, sequential: false, latest: true)),
+        ([CompositionThumbnailConfiguration(targetIntervalSeconds: 30)], ThumbnailPlan(intervalSeconds: 30, sequential: true, latest: false)),
+        ([CompositionThumbnailConfiguration(targetIntervalSeconds: 30, storage: [])], nil),
+    ])
+    func thumbnails(configurations: [CompositionThumbnailConfiguration]?, expected: ThumbnailPlan?) throws {
+        let plan = try F.plan([F.s3(thumbnails: configurations)])
+        #expect(plan.recording?.thumbnails == expected)
+        let runnable = CompositionPlanner.compositionPlan(plan, compositionId: "COMPCOMPCOMP",
+                                                          uploads: { logger in UploadQueue(storage: LocalDirectoryStorage(rootPath: "/nonexistent"), logger: logger) },
+                                                          preset: "veryfast", lowLatency: true)
+        #expect(runnable.recording?.thumbnails == expected)
+    }
+
+    @Test("the runner's plan carries every output of the plan: the recording (with where its objects go), the channel, the encoder and layout")
+    func runnable() throws {
+        let plan = try F.plan([F.channel(encoder: F.small), F.s3(segment: 6)])
+        let runnable = CompositionPlanner.compositionPlan(plan, compositionId: "COMPCOMPCOMP",
+                                                          uploads: { logger in UploadQueue(storage: LocalDirectoryStorage(rootPath: "/nonexistent"), logger: logger) },
+                                                          preset: "faster", lowLatency: true,
+                                                          tuning: CompositionTuning(encoderThreads: 3, parallelDecoding: false))
+        #expect(runnable.compositionId == "COMPCOMPCOMP" && runnable.preset == "faster" && runnable.lowLatency)
+        #expect(runnable.encoder == plan.encoder && runnable.layout == plan.layout)
+        #expect(runnable.recording?.destinationId == "DEST1" && runnable.recording?.targetSegmentDurationSeconds == 6)
+        #expect(runnable.recording?.encoderConfigurationId == "HDHDHDHDHDHD")
+        #expect(runnable.channel?.destinationId == "DEST0")
+        #expect(runnable.encoderThreads == 3 && !runnable.parallelDecoding)
+        // Without somewhere to put the recording's objects there is no recording to run.
+        #expect(CompositionPlanner.compositionPlan(plan, compositionId: "C", uploads: nil, preset: "veryfast", lowLatency: false).recording == nil)
     }
 }

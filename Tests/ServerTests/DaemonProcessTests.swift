@@ -69,6 +69,7 @@ final class DaemonProcessTests: XCTestCase {
     func testExampleConfigurationPassesConfigCheck() throws { try runScript("example_config_check") }
     func testSigV4AuthThroughAWSCLIAndBotocore() throws { try runScript("sigv4_auth") }
     func testChannelDestinationPushesToNginxRTMP() throws { try runScript("channel_destination_pushes_to_nginx") }
+    func testComposeCLIPlansLikeTheDaemonPushesAndRecords() throws { try runScript("compose_cli_pushes_and_records") }
     func testRefusedChannelFailsAloneWhileRecordingCompletes() throws { try runScript("channel_refused_fails_alone") }
     func testServeWithoutConfigAndSystemdNotify() throws { try runScript("serve_without_config_and_systemd_notify") }
 }

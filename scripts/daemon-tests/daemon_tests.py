@@ -261,12 +261,15 @@ def check_recording(d, composition, status_file="recording-ended.json", min_seco
 # --------------------------------------------------------------------------------------------
 
 def test_cli_start_stop_grid_and_pip(d):
-    """Create configurations, start grid and PiP compositions, watch them go ACTIVE, stop them."""
+    """Create configurations, start grid and PiP compositions, watch them go ACTIVE, stop them.
+    The grid records IVS's default thumbnails (SEQUENTIAL); the PiP asks for LATEST every second."""
     d.start()
     enc, sto = setup_configurations(d)
     arns = []
-    for layout in (GRID_LAYOUT, PIP_LAYOUT):
-        started = d.cli("start-composition", "--stage-arn", STAGE_ARN, "--destinations", s3_destinations(enc, sto),
+    latest_every_second = json.dumps([{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc],
+                                              "thumbnailConfigurations": [{"targetIntervalSeconds": 1, "storage": ["LATEST"]}]}}])
+    for layout, destinations in ((GRID_LAYOUT, s3_destinations(enc, sto)), (PIP_LAYOUT, latest_every_second)):
+        started = d.cli("start-composition", "--stage-arn", STAGE_ARN, "--destinations", destinations,
                         "--layout", json.dumps(layout))["composition"]
         check(started["state"] in ("STARTING", "ACTIVE"), f"new composition state: {started['state']}")
         check(started["layout"] == layout, f"layout echoed: {started['layout']}")
@@ -285,6 +288,11 @@ def test_cli_start_stop_grid_and_pip(d):
         check("endTime" in composition and composition["destinations"][0]["state"] == "STOPPED", f"ended: {composition}")
         check_events(d, arn, STAGE_ARN, ["Session Start", "Destination Start", "Destination End", "Session End"])
         check_recording(d, composition)
+    media = [os.path.join(recording_dir(d, d.cli("get-composition", "--arn", arn)["composition"]), "media") for arn in arns]
+    check(os.path.exists(os.path.join(media[0], "thumbnails", "320x180", "1.jpg"))
+          and not os.path.exists(os.path.join(media[0], "latest_thumbnail")), "the grid: IVS's default thumbnails, SEQUENTIAL only")
+    check(os.path.exists(os.path.join(media[1], "latest_thumbnail", "320x180", "thumb.jpg"))
+          and not os.path.exists(os.path.join(media[1], "thumbnails")), "the PiP: the LATEST thumbnail it asked for, no SEQUENTIAL ones")
     listed = d.cli("list-compositions", "--filter-by-encoder-configuration-arn", enc)["compositions"]
     check(sorted(c["arn"] for c in listed) == sorted(arns), f"filterByEncoderConfigurationArn: {listed}")
     check(d.stop() == 0, "exit status after SIGTERM")
@@ -738,6 +746,39 @@ def test_channel_destination_pushes_to_nginx(d):
     check(float(info["format"]["duration"]) >= 2.0, f"channel recording too short: {info['format']}")
     decode = subprocess.run(["ffmpeg", "-v", "error", "-i", flv, "-f", "null", "-"], capture_output=True, text=True, timeout=60)
     check(decode.returncode == 0, f"decode {flv}: {decode.stderr[:2000]}")
+
+
+def test_compose_cli_pushes_and_records(d):
+    """`stage-compositor compose` (no daemon) plans its flags as the daemon plans a StartComposition
+    request: --rtmp reaches nginx (H.264 + AAC at the --encoder size), the recording has the
+    asked segment length and the LATEST thumbnail only (--thumbnails 1:latest), and the path of
+    its multivariant playlist is printed."""
+    nginx = NginxRTMP(d.workdir)
+    out = os.path.join(d.workdir, "compose-out")
+    try:
+        result = subprocess.run([d.binary, "compose", "--stage", os.path.join(REPO, "fixtures/four-grid"), "--duration", "5",
+                                 "--encoder", "640x360@30:800k", "--segment-duration", "3", "--thumbnails", "1:latest",
+                                 "--rtmp", f"rtmp://127.0.0.1:{nginx.port}/live/sk_cli", "--out", out],
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        nginx.stop()
+    check(result.returncode == 0, f"compose: {result.returncode}\n{result.stderr[-3000:]}")
+    printed = result.stdout.strip().splitlines()[-1]
+    check(printed.endswith("/media/hls/multivariant.m3u8") and os.path.exists(printed), f"printed: {result.stdout}")
+    media = os.path.dirname(os.path.dirname(printed))
+    check(os.path.exists(os.path.join(media, "latest_thumbnail", "640x360", "thumb.jpg"))
+          and not os.path.exists(os.path.join(media, "thumbnails")), f"--thumbnails 1:latest: {os.listdir(media)}")
+    _, rendition, playlist, text = final_playlist(os.path.dirname(media))
+    check(rendition.startswith("360p30-") and "#EXT-X-TARGETDURATION:3" in text, f"{rendition}:\n{text}")
+    for path, (width, height) in ((playlist, (640, 360)), (nginx.recording("sk_cli"), (640, 360))):
+        probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_type,codec_name,width,height",
+                                "-of", "json", path], capture_output=True, text=True, timeout=60)
+        check(probe.returncode == 0, f"ffprobe {path}: {probe.stderr}")
+        info = json.loads(probe.stdout)
+        kinds = {s["codec_type"]: s for s in info["streams"]}
+        check(kinds.get("video", {}).get("codec_name") == "h264" and (kinds["video"]["width"], kinds["video"]["height"]) == (width, height)
+              and kinds.get("audio", {}).get("codec_name") == "aac", f"{path}: {info['streams']}")
+        check(float(info["format"]["duration"]) >= 4.0, f"{path} is {info['format']['duration']} s of 5")
 
 
 def test_channel_refused_fails_alone(d):

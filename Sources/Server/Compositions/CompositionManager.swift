@@ -454,19 +454,16 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             return .started(entries[arn]?.stored.composition ?? composition)
         }
         if plan.recording != nil || plan.channel != nil {
-            let recordingJob = plan.recording.map { [buckets] recording in
-                PipelineJob.Recording(destinationId: recording.stored.destinationId,
-                                      uploads: { logger in
-                                          buckets.uploads(bucket: recording.bucket, compositionArn: arn,
-                                                          destinationId: recording.stored.destinationId, logger: logger)
-                                      },
-                                      encoderConfigurationId: recording.encoderConfigurationId,
-                                      targetSegmentDurationSeconds: recording.stored.targetSegmentDurationSeconds)
+            let uploads = plan.recording.map { [buckets] recording in
+                let (bucket, destinationId) = (recording.bucket, recording.stored.destinationId)
+                return { @Sendable logger in
+                    buckets.uploads(bucket: bucket, compositionArn: arn, destinationId: destinationId, logger: logger)
+                }
             }
             let job = PipelineJob(
-                compositionId: compositionID.rawValue, stageArn: request.stageArn, source: media, encoder: plan.encoder,
-                layout: composition.layout, recording: recordingJob, channel: plan.channel,
-                preset: configuration.encoderPreset)
+                stageArn: request.stageArn, source: media,
+                plan: CompositionPlanner.compositionPlan(plan, compositionId: compositionID.rawValue, uploads: uploads,
+                                                         preset: configuration.encoderPreset, lowLatency: media == .live))
             let continuation = inboxContinuation
             entry.handle = launcher.launch(job, logger: entry.logger) { report in continuation.yield((arn, report)) }
         }

@@ -3,7 +3,6 @@
 // reports back through a callback that only enqueues (the manager's inbox), and stops when
 // `requestStop()` flips a flag the session polls once per output frame.
 import Foundation
-public import Layout
 import MediaCore
 public import Pipeline
 public import Destinations
@@ -14,28 +13,16 @@ import Stages
 import Storage
 import Synchronization
 
-/// Everything a pipeline needs, resolved from the request and the configuration.
+/// Everything a pipeline needs: where the stage's media comes from and what to make of it
+/// (CompositionPlanner's plan, as the runner takes it).
 public struct PipelineJob: Sendable {
-    public struct Recording: Sendable {
-        public var destinationId: String
-        /// Where the sink's objects go (the bucket's directory, or its spool), made on the
-        /// pipeline thread when the recording starts.
-        public var uploads: @Sendable (Logger) -> any RecordingUploads
-        public var encoderConfigurationId: String
-        public var targetSegmentDurationSeconds: Int
-    }
-
-    public var compositionId: String
     /// The composition's stage ARN (the recording prefix uses its ID).
     public var stageArn: String
     /// Where the stage's publishers come from.
     public var source: StageMedia
-    public var encoder: EncoderSpec
-    public var layout: LayoutConfiguration
-    public var recording: Recording?
-    /// RTMP push to a channel; the sink reconnects by itself and reports `.channel` events.
-    public var channel: ChannelDestinationPlan?
-    public var preset: String
+    public var plan: CompositionPlan
+
+    public var compositionId: String { plan.compositionId }
 }
 
 /// A stage's publishers: recorded (a stage directory, played in real time) or live (whoever
@@ -121,16 +108,8 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 live = liveSource
                 source = liveSource
             }
-            let recording = job.recording.map {
-                RecordingDestinationPlan(destinationId: $0.destinationId, uploads: $0.uploads,
-                                         encoderConfigurationId: $0.encoderConfigurationId,
-                                         targetSegmentDurationSeconds: $0.targetSegmentDurationSeconds)
-            }
-            let plan = CompositionPlan(compositionId: job.compositionId, encoder: job.encoder, layout: job.layout,
-                                       recording: recording, channel: job.channel, preset: job.preset,
-                                       lowLatency: job.source == .live)
-            let channelId = job.channel?.destinationId ?? ""
-            let runner = try CompositionRunner(plan: plan, source: source, duration: nil, logger: logger,
+            let channelId = job.plan.channel?.destinationId ?? ""
+            let runner = try CompositionRunner(plan: job.plan, source: source, duration: nil, logger: logger,
                                                observer: { event in report(.session(event)) },
                                                channelEvents: { event in report(.channel(destinationId: channelId, event)) })
             var lastFrames: Int64 = 0

@@ -3,46 +3,62 @@
 // the channel push, and the one encoder that feeds both. Pure: the caller looks up what the
 // request names (`namedConfigurations`) and supplies the new IDs, so every rule here is a
 // table test, and the same plan is what the manager stores, shows and runs.
-import APIModels
-import Destinations
+public import APIModels
+public import Destinations
 import HLS
-import Layout
+public import Layout
+public import Logging
 import MediaCore
-import Persistence
-import Pipeline
+public import Persistence
+public import Pipeline
 
-struct CompositionPlanner {
-    var arnContext: ARNContext
-    var channels: [ServerConfiguration.ChannelEntry]
+public struct CompositionPlanner: Sendable {
+    public var arnContext: ARNContext
+    public var channels: [ServerConfiguration.ChannelEntry]
     /// Bucket names this server writes, with their local directory when they have one.
-    var bucketDirectories: [String: String?]
+    public var bucketDirectories: [String: String?]
+
+    public init(arnContext: ARNContext, channels: [ServerConfiguration.ChannelEntry], bucketDirectories: [String: String?]) {
+        self.arnContext = arnContext
+        self.channels = channels
+        self.bucketDirectories = bucketDirectories
+    }
 
     /// What the caller found for the ARNs the request names (absent: not found), and the
     /// channels active compositions hold.
-    struct Lookups {
-        var encoders: [String: EncoderConfiguration] = [:]
-        var storages: [String: StorageConfiguration] = [:]
-        var channelsInUse: Set<String> = []
+    public struct Lookups: Sendable {
+        public var encoders: [String: EncoderConfiguration] = [:]
+        public var storages: [String: StorageConfiguration] = [:]
+        public var channelsInUse: Set<String> = []
+        public init(encoders: [String: EncoderConfiguration] = [:], storages: [String: StorageConfiguration] = [:],
+                    channelsInUse: Set<String> = []) {
+            self.encoders = encoders
+            self.storages = storages
+            self.channelsInUse = channelsInUse
+        }
     }
 
-    struct Recording: Equatable {
-        var stored: StoredRecording
-        var bucket: String
-        var encoderConfigurationId: String
+    public struct Recording: Equatable, Sendable {
+        public var stored: StoredRecording
+        public var bucket: String
+        public var encoderConfigurationId: String
+        /// From the destination's thumbnailConfigurations (IVS's default without one: every
+        /// 60 s, SEQUENTIAL); nil when its storage list is empty.
+        public var thumbnails: ThumbnailPlan?
     }
 
-    struct Plan {
+    public struct Plan {
         /// In request order, STARTING, with their S3 detail.
-        var destinations: [Destination]
-        var layout: LayoutConfiguration
-        var recording: Recording?
-        var channel: ChannelDestinationPlan?
+        public var destinations: [Destination]
+        public var layout: LayoutConfiguration
+        public var recording: Recording?
+        public var channel: ChannelDestinationPlan?
         /// The recording's encoder, else the channel's, else IVS's defaults.
-        var encoder: EncoderSpec
+        public var encoder: EncoderSpec
     }
 
     /// The encoder and storage configuration ARNs `request` names, to look up.
-    static func namedConfigurations(_ request: StartCompositionRequest) -> (encoders: [String], storages: [String]) {
+    public static func namedConfigurations(_ request: StartCompositionRequest) -> (encoders: [String], storages: [String]) {
         var encoders: [String] = []
         var storages: [String] = []
         for destination in request.destinations {
@@ -57,7 +73,7 @@ struct CompositionPlanner {
 
     /// The plan, or the first problem in request order (the field path in the message).
     /// `destinationIds` has one new ID per destination.
-    func plan(_ request: StartCompositionRequest, stageId: String, compositionId: String, destinationIds: [String],
+    public func plan(_ request: StartCompositionRequest, stageId: String, compositionId: String, destinationIds: [String],
               lookups: Lookups) throws(APIError) -> Plan {
         precondition(destinationIds.count == request.destinations.count, "one ID per destination")
         var recording: Recording?
@@ -100,13 +116,18 @@ struct CompositionPlanner {
                 let prefix = RecordingLayout(stageId: stageId, compositionId: compositionId, destinationId: id).prefix
                 detail = DestinationDetail(s3: S3Detail(recordingPrefix: prefix))
                 let fps = Int(video.frameRate.rescale(1, to: Rational(1, 1)))
+                let thumbnail = (s3.thumbnailConfigurations?.first ?? CompositionThumbnailConfiguration()).withDefaults()
+                let kept = thumbnail.storage ?? CompositionThumbnailConfiguration.defaultStorage
+                let thumbnails = kept.isEmpty ? nil : ThumbnailPlan(
+                    intervalSeconds: thumbnail.targetIntervalSeconds ?? CompositionThumbnailConfiguration.defaultTargetIntervalSeconds,
+                    sequential: kept.contains(.sequential), latest: kept.contains(.latest))
                 recording = Recording(
                     stored: StoredRecording(
                         destinationId: id, storageRoot: directory ?? "", bucket: bucket, prefix: prefix,
                         renditionName: RecordingLayout.renditionName(height: video.height ?? 720, framesPerSecond: fps,
                                                                      encoderConfigurationId: encoderId),
                         width: video.width ?? 1280, height: video.height ?? 720, targetSegmentDurationSeconds: segment),
-                    bucket: bucket, encoderConfigurationId: encoderId)
+                    bucket: bucket, encoderConfigurationId: encoderId, thumbnails: thumbnails)
                 recordingVideo = video
             }
             destinations.append(Destination(id: id, state: .starting, configuration: destination.withDefaults(), detail: detail))
@@ -116,6 +137,23 @@ struct CompositionPlanner {
                                   bitrate: video.bitrate ?? 2_500_000)
         return Plan(destinations: destinations, layout: request.layout ?? .defaultGrid, recording: recording, channel: channel,
                     encoder: encoder)
+    }
+
+    /// What the runner builds: this plan's encoder, layout and outputs, the recording's
+    /// objects going where `uploads` says (the daemon's bucket or spool, the CLI's directory).
+    /// `lowLatency` for live publishers; the rest is the runner's tuning.
+    public static func compositionPlan(_ plan: Plan, compositionId: String, uploads: (@Sendable (Logger) -> any RecordingUploads)?,
+                                preset: String, lowLatency: Bool, tuning: CompositionTuning = CompositionTuning()) -> CompositionPlan {
+        let recording = zip(plan.recording, uploads).map { recording, uploads in
+            RecordingDestinationPlan(destinationId: recording.stored.destinationId, uploads: uploads,
+                                     encoderConfigurationId: recording.encoderConfigurationId,
+                                     targetSegmentDurationSeconds: recording.stored.targetSegmentDurationSeconds,
+                                     thumbnails: recording.thumbnails)
+        }
+        return CompositionPlan(compositionId: compositionId, encoder: plan.encoder, layout: plan.layout, recording: recording,
+                               channel: plan.channel, preset: preset, lowLatency: lowLatency,
+                               reuseUnchangedTiles: tuning.reuseUnchangedTiles, encoderThreads: tuning.encoderThreads,
+                               parallelDecoding: tuning.parallelDecoding, decodeHiddenVideo: tuning.decodeHiddenVideo)
     }
 
     /// The push a channel entry describes (its reconnect policy with defaults).
@@ -134,4 +172,25 @@ struct CompositionPlanner {
         guard let found = lookups.encoders[arn] else { throw .resourceNotFound("\(path): encoder configuration \(arn) not found") }
         return found
     }
+}
+
+/// The runner's switches the CLI offers for comparisons (the daemon keeps the defaults).
+public struct CompositionTuning {
+    public var reuseUnchangedTiles = true
+    public var encoderThreads: Int?
+    public var parallelDecoding = true
+    public var decodeHiddenVideo = false
+
+    public init(reuseUnchangedTiles: Bool = true, encoderThreads: Int? = nil, parallelDecoding: Bool = true,
+                decodeHiddenVideo: Bool = false) {
+        self.reuseUnchangedTiles = reuseUnchangedTiles
+        self.encoderThreads = encoderThreads
+        self.parallelDecoding = parallelDecoding
+        self.decodeHiddenVideo = decodeHiddenVideo
+    }
+}
+
+private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
 }
