@@ -44,6 +44,8 @@ public struct FleetNodeStatus: Sendable, Equatable {
     /// Milliseconds until its lease expires (negative: expired that long ago).
     public var leaseRemainingMs: Int64
     public var reservedMillicores: Int
+    /// What the node last measured its process using (0: not measured yet).
+    public var measuredMillicores: Int = 0
     public var stages: [String]
 }
 
@@ -114,10 +116,12 @@ extension PostgresCompositionStore {
 
     /// Extends this incarnation's lease to `ttlMs` from now, if it is still valid. False: the
     /// lease is gone (expired, reaped, or the node registered again); the caller fences itself.
-    public func renew(nodeId: String, incarnation: Int64, ttlMs: Int64) async throws(PersistenceError) -> Bool {
-        try await run {
+    /// `measuredMillicores`: what the node's process uses now (see MeasuredLoad), kept with the lease.
+    public func renew(nodeId: String, incarnation: Int64, ttlMs: Int64, measuredMillicores: Int = 0) async throws(PersistenceError) -> Bool {
+        let measured = min(max(measuredMillicores, 0), Int(Int32.max))
+        return try await run {
             let rows = try await self.client.query("""
-                UPDATE node SET lease_expires_at = now() + \(ttlMs) * interval '1 millisecond'
+                UPDATE node SET lease_expires_at = now() + \(ttlMs) * interval '1 millisecond', measured_millicores = \(measured)
                 WHERE node_id = \(nodeId) AND incarnation = \(incarnation) AND lease_expires_at > now()
                 RETURNING 1
                 """, logger: self.logger)
@@ -166,11 +170,13 @@ extension PostgresCompositionStore {
         try await transaction { connection in
             // Every live node row locked: placements are serialized, so none overbooks.
             let live = try await connection.query("""
-                SELECT node_id, incarnation, capacity_millicores FROM node
+                SELECT node_id, incarnation, capacity_millicores, measured_millicores FROM node
                 WHERE lease_expires_at > now() AND NOT draining ORDER BY node_id FOR UPDATE
                 """, logger: self.logger)
-            var nodes: [(id: String, incarnation: Int64, capacity: Int)] = []
-            for try await (id, incarnation, capacity) in live.decode((String, Int64, Int).self) { nodes.append((id, incarnation, capacity)) }
+            var nodes: [(id: String, incarnation: Int64, capacity: Int, measured: Int)] = []
+            for try await (id, incarnation, capacity, measured) in live.decode((String, Int64, Int, Int).self) {
+                nodes.append((id, incarnation, capacity, measured))
+            }
             let existing = try await connection.query("""
                 SELECT node_id, incarnation, cost_millicores FROM stage_placement WHERE stage_arn = \(stageArn)
                 """, logger: self.logger)
@@ -184,10 +190,13 @@ extension PostgresCompositionStore {
             for try await (nodeId, incarnation, sum) in reservedRows.decode((String, Int64, Int64).self) {
                 if nodes.contains(where: { $0.id == nodeId && $0.incarnation == incarnation }) { reserved[nodeId, default: 0] &+= sum }
             }
-            let free = nodes.map { node in (node, Int64(node.capacity) - (reserved[node.id] ?? 0)) }
+            // A node's load is what its stages reserved, or what it measures when that is more
+            // (the estimate was low, or work outside placements: relays, recordings).
+            let free = nodes.map { node in (node, Int64(node.capacity) - max(reserved[node.id] ?? 0, Int64(node.measured))) }
             let preferred = free.first { $0.0.id == preferring && $0.1 >= Int64(costMillicores) }
             guard let best = preferred ?? free.max(by: { ($0.1, $1.0.id) < ($1.1, $0.0.id) }), best.1 >= Int64(costMillicores) else {
-                let most = free.map(\.1).max().map { "\(max($0, 0)) millicores free at most" } ?? "no live node accepts placements"
+                let most = free.map(\.1).max().map { "\(max($0, 0)) millicores free at most (capacity less the larger of "
+                    + "reserved and measured)" } ?? "no live node accepts placements"
                 return .refused(reason: "no node has capacity for this stage: it needs \(costMillicores) millicores, \(most) "
                                 + "(\(nodes.count) live, undrained node\(nodes.count == 1 ? "" : "s"))")
             }
@@ -316,17 +325,17 @@ extension PostgresCompositionStore {
         try await transaction { connection in
             let rows = try await connection.query("""
                 SELECT node_id, incarnation, internal_url, api_url, rtmp_url, whip_url, capacity_millicores, draining,
-                       lease_expires_at > now(), (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint
+                       lease_expires_at > now(), (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint, measured_millicores
                 FROM node ORDER BY node_id
                 """, logger: self.logger)
             var nodes: [FleetNodeStatus] = []
-            for try await (id, incarnation, internalURL, apiURL, rtmpURL, whipURL, capacity, draining, live, remaining)
-                in rows.decode((String, Int64, String, String, String?, String?, Int, Bool, Bool, Int64).self) {
+            for try await (id, incarnation, internalURL, apiURL, rtmpURL, whipURL, capacity, draining, live, remaining, measured)
+                in rows.decode((String, Int64, String, String, String?, String?, Int, Bool, Bool, Int64, Int).self) {
                 nodes.append(FleetNodeStatus(
                     registration: FleetNodeRegistration(nodeId: id, internalURL: internalURL, apiURL: apiURL, rtmpURL: rtmpURL,
                                                         whipURL: whipURL, capacityMillicores: capacity),
                     incarnation: incarnation, draining: draining, live: live, leaseRemainingMs: remaining,
-                    reservedMillicores: 0, stages: []))
+                    reservedMillicores: 0, measuredMillicores: measured, stages: []))
             }
             let placements = try await connection.query("""
                 SELECT stage_arn, node_id, incarnation, cost_millicores FROM stage_placement ORDER BY stage_arn

@@ -70,5 +70,10 @@ enum PostgresMigrations {
               expires_at timestamptz NOT NULL)
             """,
         ]),
+        // What each node measures its process using; placement counts the larger of it and
+        // what the node's stages reserved.
+        Migration(version: "0005-node-measured-load", statements: [
+            "ALTER TABLE node ADD COLUMN measured_millicores integer NOT NULL DEFAULT 0",
+        ]),
     ]
 }

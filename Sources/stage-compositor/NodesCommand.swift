@@ -36,12 +36,13 @@ struct NodesCommand: AsyncParsableCommand {
 
     static func table(_ nodes: [FleetNodeStatus]) -> String {
         guard !nodes.isEmpty else { return "no nodes registered" }
-        let header = ["NODE", "INCARNATION", "STATE", "LEASE", "CPU RESERVED", "STAGES", "API"]
+        let header = ["NODE", "INCARNATION", "STATE", "LEASE", "CPU RESERVED", "CPU MEASURED", "STAGES", "API"]
         let rows = nodes.map { node -> [String] in
             let state = !node.live ? "expired" : node.draining ? "draining" : "live"
             let lease = String(format: "%.1fs", Double(node.leaseRemainingMs) / 1000)
             let cpu = "\(node.reservedMillicores)/\(node.registration.capacityMillicores)m"
-            return [node.registration.nodeId, "\(node.incarnation)", state, lease, cpu, "\(node.stages.count)", node.registration.apiURL]
+            return [node.registration.nodeId, "\(node.incarnation)", state, lease, cpu, "\(node.measuredMillicores)m",
+                    "\(node.stages.count)", node.registration.apiURL]
         }
         var text = aligned([header] + rows)
         // Then each placed stage and its node.

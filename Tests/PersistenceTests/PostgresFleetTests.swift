@@ -159,6 +159,44 @@ import TestSupport
         }
     }
 
+    @Test("a node's measured load counts when it exceeds what its stages reserved: the estimate is corrected by what the node uses")
+    func measuredLoad() async throws {
+        try await PostgresStores.with { store in
+            let a = try await store.register(Self.node("a", capacity: 4_000), ttlMs: Self.long)
+            let b = try await store.register(Self.node("b", capacity: 4_000), ttlMs: Self.long)
+            // a reserves 500 but measures 3,500 (its estimate was low): the next stage goes to b,
+            // which reserves 1,000 and measures less.
+            _ = try await store.place(stageArn: "stage/a", costMillicores: 500, preferring: "a")
+            _ = try await store.place(stageArn: "stage/b", costMillicores: 1_000, preferring: "b")
+            #expect(try await store.renew(nodeId: "a", incarnation: a.incarnation, ttlMs: Self.long, measuredMillicores: 3_500))
+            #expect(try await store.renew(nodeId: "b", incarnation: b.incarnation, ttlMs: Self.long, measuredMillicores: 200))
+            guard case .placed(let next) = try await store.place(stageArn: "stage/next", costMillicores: 400) else {
+                Issue.record("not placed")
+                return
+            }
+            #expect(next.nodeId == "b")
+            // Nor does a's preference win: 500 free by measure is too little for 600.
+            guard case .placed(let preferred) = try await store.place(stageArn: "stage/p", costMillicores: 600, preferring: "a") else {
+                Issue.record("not placed")
+                return
+            }
+            #expect(preferred.nodeId == "b")
+            let nodes = try await store.fleetNodes()
+            #expect(nodes.map(\.measuredMillicores) == [3_500, 200])
+            // Nothing has 3,000 free by the larger of the two figures.
+            if case .placed(let placed) = try await store.place(stageArn: "stage/big", costMillicores: 3_000) {
+                Issue.record("placed on \(placed.nodeId) though no node has 3000 free")
+            }
+            // Once a measures little again, its reservation is what counts.
+            #expect(try await store.renew(nodeId: "a", incarnation: a.incarnation, ttlMs: Self.long, measuredMillicores: 100))
+            guard case .placed(let back) = try await store.place(stageArn: "stage/big", costMillicores: 3_000) else {
+                Issue.record("not placed")
+                return
+            }
+            #expect(back.nodeId == "a")
+        }
+    }
+
     @Test("a placement's cost rises only within its node's room, and only its holder changes it")
     func cost() async throws {
         try await PostgresStores.with { store in

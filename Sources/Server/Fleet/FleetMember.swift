@@ -25,6 +25,8 @@ final class FleetMember: Service {
     let registration: FleetNodeRegistration
     let incarnation: Int64
     private let keeper: Mutex<LeaseKeeper>
+    /// What this process uses, sent with every renewal (placement counts it).
+    private let load = Mutex(MeasuredLoad())
     private let origin: ContinuousClock.Instant
     private let logger: Logger
     /// What an older incarnation of this node held when it registered (taken over at start-up).
@@ -80,6 +82,15 @@ final class FleetMember: Service {
         return elapsed.components.seconds &* 1000 &+ elapsed.components.attoseconds / 1_000_000_000_000_000
     }
 
+    /// This process's CPU time so far (user and system, every thread), in microseconds.
+    static func processCPUMicros() -> Int64 {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        let user = Int64(usage.ru_utime.tv_sec) &* 1_000_000 &+ Int64(usage.ru_utime.tv_usec)
+        let system = Int64(usage.ru_stime.tv_sec) &* 1_000_000 &+ Int64(usage.ru_stime.tv_usec)
+        return user &+ system
+    }
+
     /// The exit status of a node that fenced itself (EX_TEMPFAIL: systemd starts it again).
     static let fencedExitStatus: Int32 = 75
 
@@ -124,8 +135,12 @@ final class FleetMember: Service {
     func heartbeat() async throws {
         let sent = elapsedMs
         do {
+            let measured = load.withLock { load in
+                load.sample(cpuMicros: Self.processCPUMicros(), wallMicros: sent &* 1000)
+                return load.millicores
+            }
             let renewed = try await store.renew(nodeId: registration.nodeId, incarnation: incarnation,
-                                                ttlMs: keeper.withLock { $0.settings.ttlMs })
+                                                ttlMs: keeper.withLock { $0.settings.ttlMs }, measuredMillicores: measured)
             let now = elapsedMs
             keeper.withLock { renewed ? $0.renewed(sentAt: sent, at: now) : $0.renewalRefused() }
         } catch {
