@@ -43,7 +43,11 @@ public final class UploadQueue: RecordingUploads {
     }
     private let tally = Tally()
 
-    public init(storage: any ObjectStorage, capacity: Int = 16, logger: Logger) {
+    /// `spawn` runs the worker, which ends when the queue is released: the daemon hands it to
+    /// a service's task group (BucketService); without one (the CLI, tests) it runs as a task
+    /// of its own.
+    public init(storage: any ObjectStorage, capacity: Int = 16, logger: Logger,
+                spawn: (@escaping @Sendable () async -> Void) -> Void = { worker in Task { await worker() } }) {
         self.storage = storage
         slots = DispatchSemaphore(value: capacity)
         let (stream, continuation) = AsyncStream<Job>.makeStream()
@@ -51,7 +55,7 @@ public final class UploadQueue: RecordingUploads {
         let slots = self.slots
         let pending = self.pending
         let tally = self.tally
-        Task.detached {
+        spawn {
             for await job in stream {
                 do {
                     try await storage.put(job.data, key: job.key)

@@ -63,20 +63,23 @@ public final class BucketService: Service, Sendable {
 
     /// Where a new recording's objects go. Runs on the pipeline thread when it starts.
     /// Spools whose uploader is to start: run() starts each as a child task.
-    private let (pendingUploaders, uploaders) = AsyncStream<ObjectSpool>.makeStream()
+    /// Upload workers to run as children of `run`: each spool's uploader, each in-memory queue's worker.
+    private let (pendingUploaders, uploaders) = AsyncStream<@Sendable () async -> Void>.makeStream()
 
     public func uploads(bucket: String, compositionArn: String, destinationId: String, logger: Logger) -> any RecordingUploads {
         guard let storage = storages[bucket] else {
             return FailedUploads(reason: "bucket \(bucket) is not configured on this server")
         }
-        guard isSpooled(bucket: bucket) else { return UploadQueue(storage: storage, logger: logger) }
+        guard isSpooled(bucket: bucket) else {
+            return UploadQueue(storage: storage, logger: logger, spawn: { [uploaders] worker in uploaders.yield(worker) })
+        }
         do {
             let spool = try ObjectSpool.create(
                 directory: URL(fileURLWithPath: configuration.spoolDirectory).appendingPathComponent(destinationId),
                 descriptor: .init(bucket: bucket, compositionArn: compositionArn, destinationId: destinationId),
                 storage: storage, limits: limits, logger: logger)
             spools.withLock { $0[destinationId] = spool }
-            uploaders.yield(spool)
+            uploaders.yield { await spool.run() }
             return SpooledUploads(spool: spool, drainTimeout: drainTimeout)
         } catch {
             return FailedUploads(reason: "\(error)")
@@ -109,7 +112,7 @@ public final class BucketService: Service, Sendable {
                     "spool.directory": "\(directory.path)", "composition.arn": "\(descriptor.compositionArn)",
                     "spool.objects": "\(status.objects)", "spool.bytes": "\(status.bytes)"])
                 spools.withLock { $0[descriptor.destinationId] = spool }
-                uploaders.yield(spool)
+                uploaders.yield { await spool.run() }
             } catch {
                 logger.error("spool cannot be resumed", metadata: ["spool.directory": "\(directory.path)", "error": "\(error)"])
             }
@@ -143,12 +146,14 @@ public final class BucketService: Service, Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await withDiscardingTaskGroup { uploads in
-                    for await spool in self.pendingUploaders { uploads.addTask { await spool.run() } }
+                    for await worker in self.pendingUploaders { uploads.addTask { await worker() } }
                 }
             }
             try? await gracefulShutdown()
             await close()
             uploaders.finish()
+            // A queue whose recording never finished (its pipeline died) would wait forever.
+            group.cancelAll()
         }
     }
 
