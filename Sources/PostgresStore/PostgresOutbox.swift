@@ -19,15 +19,31 @@ extension PostgresCompositionStore {
     /// lease is no longer valid.
     public func appendOutboxEvent(_ document: String, nodeId: String, incarnation: Int64) async throws(PersistenceError) -> Bool {
         try await run {
+            // The doorbell rings with the commit, only when an event went in.
             let rows = try await self.client.query("""
-                INSERT INTO event_outbox (document, node_id)
-                SELECT \(document), \(nodeId) WHERE EXISTS
-                  (SELECT 1 FROM node WHERE node_id = \(nodeId) AND incarnation = \(incarnation) AND lease_expires_at > now())
-                RETURNING 1
+                WITH appended AS (
+                  INSERT INTO event_outbox (document, node_id)
+                  SELECT \(document), \(nodeId) WHERE EXISTS
+                    (SELECT 1 FROM node WHERE node_id = \(nodeId) AND incarnation = \(incarnation) AND lease_expires_at > now())
+                  RETURNING sequence),
+                rang AS (SELECT pg_notify('stage_compositor_outbox', '') FROM appended)
+                SELECT 1 FROM appended, rang
                 """, logger: self.logger)
             var appended = false
             for try await _ in rows.decode(Int.self) { appended = true }
             return appended
+        }
+    }
+
+    /// Calls `rang` each time an event is appended to the outbox (by any node), from a
+    /// connection of its own (LISTEN), until the task is cancelled or the connection fails
+    /// (thrown: the caller listens again). `listening` is called once the LISTEN is in place.
+    public func listenForOutboxEvents(listening: @Sendable () -> Void = {}, rang: @escaping @Sendable () -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: "stage_compositor_outbox") { notifications in
+                listening()
+                for try await _ in notifications { rang() }
+            }
         }
     }
 

@@ -260,6 +260,34 @@ import TestSupport
         }
     }
 
+    @Test("the outbox's doorbell rings for each append that went in, heard through LISTEN; a refused append rings nothing",
+          .timeLimit(.minutes(1)))
+    func doorbell() async throws {
+        try await PostgresStores.with { store in
+            let a = try await store.register(Self.node("a"), ttlMs: Self.long)
+            let (rings, ring) = AsyncStream<Void>.makeStream()
+            let (ready, listening) = AsyncStream<Void>.makeStream()
+            try await withThrowingTaskGroup(of: Void.self) { (group: inout ThrowingTaskGroup<Void, any Error>) async throws -> Void in
+                group.addTask {
+                    try await store.listenForOutboxEvents(listening: { listening.yield() }, rang: { ring.yield() })
+                }
+                var readiness = ready.makeAsyncIterator()
+                _ = await readiness.next()
+                var heard = rings.makeAsyncIterator()
+                #expect(try await store.appendOutboxEvent("first", nodeId: "a", incarnation: a.incarnation))
+                #expect(await heard.next() != nil)
+                // Refused (a stale incarnation): nothing is appended, nothing rings; the next append rings once.
+                #expect(try await store.appendOutboxEvent("refused", nodeId: "a", incarnation: a.incarnation &+ 1) == false)
+                #expect(try await store.appendOutboxEvent("second", nodeId: "a", incarnation: a.incarnation))
+                #expect(await heard.next() != nil)
+                #expect(try await store.pendingOutboxEvents(limit: 10).map(\.document) == ["first", "second"])
+                group.cancelAll()
+                ring.finish()
+                #expect(await heard.next() == nil, "one ring per append that went in")
+            }
+        }
+    }
+
     @Test("the outbox: appended in order while the lease is valid, delivered by one lease holder at a time, marked only by it")
     func outbox() async throws {
         try await PostgresStores.with { store in

@@ -10,6 +10,7 @@ import EventSinks
 import Events
 import Foundation
 import Logging
+import MediaCore
 import Persistence
 import PostgresStore
 import ServiceLifecycle
@@ -28,10 +29,13 @@ final class FleetEventOutbox: EventSink, Service {
     private let writerDone = Atomic<Bool>(false)
     /// How long the outbox lease lasts without renewal, and how often pending events are looked for.
     static let leaseTtlMs: Int64 = 5_000
-    /// The holder looks for pending events this often, and renews its lease once a second;
-    /// the other nodes try to take the lease once a second.
-    static let pollInterval = Duration.milliseconds(250)
+    /// The holder delivers when the database's doorbell rings (NOTIFY on every append, heard
+    /// through LISTEN) and looks anyway once a second, when it renews its lease (a ring lost
+    /// to a reconnect waits that long at most); the other nodes try to take the lease once a second.
+    static let pollInterval = Duration.milliseconds(1_000)
     static let claimIntervalMs: Int64 = 1_000
+    /// Rung when any node appends an event.
+    private let doorbell = ChangeSignal()
     /// When this node last took or renewed the outbox lease (monotonic ms), while it holds it.
     private let heldSince = Mutex<ContinuousClock.Instant?>(nil)
 
@@ -53,10 +57,14 @@ final class FleetEventOutbox: EventSink, Service {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.writeLoop() }
             group.addTask { await self.deliverLoop() }
+            group.addTask { await self.listenLoop() }
             try? await gracefulShutdown()
             // What was published before shutdown is appended (or delivered here), then the
             // deliverer makes a last pass and gives the lease up.
             self.appender.finish()
+            await group.next()
+            await group.next()
+            group.cancelAll() // the listener
             await group.waitForAll()
         }
     }
@@ -93,10 +101,29 @@ final class FleetEventOutbox: EventSink, Service {
         }
     }
 
+    /// Hears the database's doorbell for as long as the outbox runs, listening again a second
+    /// after a failure (the database restarting).
+    private func listenLoop() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await store.listenForOutboxEvents(rang: { [doorbell] in doorbell.signal() })
+            } catch {
+                if Task.isCancelled { return }
+                failures += 1
+                if failures == 1 || failures % 60 == 0 {
+                    logger.info("not hearing the outbox doorbell; looking once a second meanwhile", metadata: ["error": "\(error)"])
+                }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
     private func deliverLoop() async {
         var failures = 0
         var lastClaim: ContinuousClock.Instant?
         while true {
+            let rung = doorbell.generation
             let last = writerDone.load(ordering: .acquiring)
             do {
                 let now = ContinuousClock.now
@@ -119,7 +146,8 @@ final class FleetEventOutbox: EventSink, Service {
                 }
             }
             if last { break }
-            try? await Task.sleep(for: Self.pollInterval)
+            // Until an event is appended anywhere (the writer's own too) or the next look.
+            await doorbell.changed(after: rung, deadline: .now + Self.pollInterval)
         }
         try? await store.releaseOutbox(nodeId: nodeId, incarnation: incarnation)
     }
