@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
 
-.PHONY: deps test-deps bench-deps build release demo live-demo test test-postgres bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
+.PHONY: deps test-deps bench-deps build release demo live-demo test test-postgres test-postgres-daemons bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
 
 deps:
 	@scripts/install-deps.sh
@@ -41,6 +41,14 @@ test: test-deps
 test-postgres: test-deps
 	$(SWIFT) build
 	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh
+
+## The PostgreSQL leg as CI runs it after `make test` (which already runs the store tests on
+## both stores and the fleet and PostgreSQL daemon tests): every other daemon test again, on
+## PostgreSQL. Needs `make test`'s build.
+POSTGRES_LEG ?= (DaemonProcessTests|LiveDaemonTests|WHIPDaemonTests|HostileDaemonTests|S3DaemonTests)
+test-postgres-daemons: test-deps
+	$(SWIFT) build --build-tests
+	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh --skip-build --filter '$(POSTGRES_LEG)'
 
 ## Benchmark on camera-like inputs against an equivalent ffmpeg command line and GStreamer
 ## pipeline, with the codec floor (release build).

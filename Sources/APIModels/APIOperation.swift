@@ -121,6 +121,14 @@ public enum APIOperation: String, Sendable, CaseIterable {
             self.operation = operation
             self.resourceArn = resourceArn
         }
+
+        /// The request path that reaches this route (the ARN label encoded as botocore does).
+        public var path: String {
+            switch operation {
+            case .tagResource, .untagResource, .listTagsForResource: APIOperation.tagsPath(for: resourceArn ?? "")
+            default: operation.requestURI
+            }
+        }
     }
 
     /// Finds the operation for `method` and `path` (the path without its query string).

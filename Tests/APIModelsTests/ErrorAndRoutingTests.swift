@@ -146,3 +146,14 @@ import APIModels
         #expect(APITimestamp(iso8601: "2023-09-27T24:00:00Z") == nil)
     }
 }
+
+@Suite struct RoutePathTests {
+    @Test("a route's path and method (what a forwarded call is sent to) route back to the same route, for every operation",
+          arguments: APIOperation.allCases)
+    func roundTrip(operation: APIOperation) {
+        let arn = "arn:aws:ivs:us-east-1:123456789012:composition/AbCdEfGhIjKl"
+        let route = APIOperation.Route(operation: operation, resourceArn: operation.requestURI.contains("{resourceArn}") ? arn : nil)
+        #expect(APIOperation.route(method: operation.httpMethod.rawValue, path: route.path) == route)
+    }
+}
+

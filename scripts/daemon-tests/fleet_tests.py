@@ -459,8 +459,9 @@ def test_fleet_any_node_answers(fleet):
     it; a second ffmpeg publisher (blue, 880 Hz) pushes RTMP to C, which relays it to B (encoders
     do not follow redirects). StartComposition through A is forwarded to B; Get/ListCompositions, GetStage and
     ListParticipants agree on all three nodes; StopComposition through C and
-    DisconnectParticipant through A are forwarded too. The composite in the bucket shows both
-    colours and sounds both tones."""
+    DisconnectParticipant through A are forwarded too, and so are TagResource on the composition
+    and participant replication (the destination stage is placed on the source's node). The
+    composite in the bucket shows the colours and sounds the tones."""
     offer = fleet.adopt(KilledOnClose(offer_process()))
     a, b, c = fleet.start(3, capacity=4000)
     enc, sto = setup(fleet, a)
@@ -552,6 +553,29 @@ def test_fleet_any_node_answers(fleet):
     _, table = fleet.nodes_table()
     figure(f"stage on {b.node_id}, reserved {table[b.node_id]['reserved']}/{table[b.node_id]['capacity']} m "
            f"(composition of 3 participants at {SIZE[0]}x{SIZE[1]}@30 and 3 publishers)")
+
+    # Tags on the running composition through A and C, forwarded to B: every node reads them.
+    fleet.call(a, "tag_resource", resourceArn=arn, tags={"team": "fleet", "run": "1"})
+    fleet.call(c, "untag_resource", resourceArn=arn, tagKeys=["run"])
+    tags = agreed("the composition's tags", lambda node: fleet.call(node, "list_tags_for_resource", resourceArn=arn)["tags"])
+    check(tags == {"team": "fleet"}, f"tags after TagResource through {a.node_id} and UntagResource through {c.node_id}: {tags}")
+
+    # Replication through A, forwarded to the source's node B, which places the destination there.
+    mirror = a.api().create_stage(name="mirror")["stage"]["arn"]
+    fleet.call(a, "start_participant_replication", sourceStageArn=stage_arn, destinationStageArn=mirror,
+               participantId=red["participantId"])
+    check(fleet.owner(mirror).node_id == b.node_id, "the replica's destination stage is placed on the source's node")
+
+    def replicas(node):
+        return sorted((r["destinationStageArn"], r.get("replicationState")) for r in fleet.call(
+            node, "list_participant_replicas", sourceStageArn=stage_arn, participantId=red["participantId"])["replicas"])
+    check(agreed("ListParticipantReplicas", replicas) == [(mirror, "ACTIVE")], "one active replica, seen from every node")
+    fleet.call(c, "stop_participant_replication", sourceStageArn=stage_arn, destinationStageArn=mirror,
+               participantId=red["participantId"])
+    check(all(state != "ACTIVE" for _, state in agreed("ListParticipantReplicas after the stop", replicas)),
+          "StopParticipantReplication through node-c ends it")
+    figure(f"TagResource/UntagResource and Start/StopParticipantReplication through {a.node_id} and {c.node_id} "
+           f"reached {b.node_id}")
 
     # StopComposition through C, forwarded to B.
     time.sleep(max(0.0, t0 + 8 - time.time()))

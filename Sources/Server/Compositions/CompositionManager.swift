@@ -533,7 +533,19 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
     /// Replaces a visible composition's tags with `update(current)`.
     public func updateTags(arn: String, _ update: @Sendable (Tags) -> Tags) async throws(APIError) -> Tags {
-        guard var entry = visibleEntry(arn) else { throw .resourceNotFound("resourceArn: \(arn) not found") }
+        guard var entry = visibleEntry(arn) else {
+            // In a fleet, one no node runs any more (it ended elsewhere, or its node is gone): the
+            // stored record, which the store lets this node write only while no other node holds the stage.
+            guard ownership.isFleet, var stored = try await storedComposition(arn) else {
+                throw .resourceNotFound("resourceArn: \(arn) not found")
+            }
+            let tags = update(stored.composition.tags ?? [:])
+            stored.composition.tags = tags
+            do { try await store.putComposition(stored) } catch {
+                throw .internalServer("the composition's tags could not be stored: \(error.message)")
+            }
+            return tags
+        }
         let tags = update(entry.stored.composition.tags ?? [:])
         entry.stored.composition.tags = tags
         entries[arn] = entry

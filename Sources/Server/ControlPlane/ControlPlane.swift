@@ -39,8 +39,13 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             forwarded ? nil : try await manager.ownership.remoteOwner(of: stageArn)
         }
         switch route.operation {
-        case .startParticipantReplication, .stopParticipantReplication, .listParticipantReplicas, .createStage,
-             .getStage, .updateStage, .listStages, .deleteStage, .createParticipantToken:
+        case .startParticipantReplication, .stopParticipantReplication, .listParticipantReplicas:
+            // The source's node has the participant's media and its replicas.
+            if let source = try? APIJSON.decode(SourceStage.self, from: body), let peer = try await remoteOwner(source.sourceStageArn) {
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
+            return try await handleStages(route.operation, body: body)
+        case .createStage, .getStage, .updateStage, .listStages, .deleteStage, .createParticipantToken:
             return try await handleStages(route.operation, body: body)
         case .startComposition, .stopComposition, .getComposition, .listCompositions:
             return try await handleCompositions(route, query: query, body: body, forwarded: forwarded)
@@ -49,6 +54,12 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
              .listStorageConfigurations, .deleteStorageConfiguration:
             return try await handleConfigurations(route.operation, body: body)
         case .tagResource, .untagResource, .listTagsForResource:
+            // A composition's tags change where it runs (or ran): its stage's node.
+            if route.operation != .listTagsForResource, let arn = route.resourceArn,
+               IVSARN(parsing: arn)?.resourceType == .composition,
+               let stageArn = try await manager.stageOfStoredComposition(arn: arn), let peer = try await remoteOwner(stageArn) {
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
             return try await handleTags(route, query: query, body: body)
         case .listStageSessions, .getStageSession, .listParticipants, .getParticipant, .listParticipantEvents,
              .disconnectParticipant:
@@ -62,6 +73,11 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         case .importPublicKey, .getPublicKey, .listPublicKeys, .deletePublicKey:
             return try await handlePublicKeys(route.operation, body: body)
         }
+    }
+
+    /// The part of a replication request that says where it runs.
+    private struct SourceStage: Decodable {
+        var sourceStageArn: String
     }
 
     /// Pagination keys that sort numbers (ascending or descending) as text.

@@ -142,15 +142,16 @@ final class FleetOwnership: StageOwnership {
     }
 
     func forward(_ route: APIOperation.Route, query: String, body: Data, to peer: FleetPeer) async throws(APIError) -> Data {
-        let path = "/" + route.operation.name
+        let path = route.path
+        let method = route.operation.httpMethod.rawValue
         let timeMs = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         var request = HTTPClientRequest(url: peer.internalURL + path + (query.isEmpty ? "" : "?" + query))
-        request.method = .POST
+        request.method = HTTPMethod(rawValue: method)
         request.headers.add(name: "content-type", value: "application/json")
         request.headers.add(name: FleetCallSignature.nodeHeader, value: nodeId)
         request.headers.add(name: FleetCallSignature.timeHeader, value: String(timeMs))
         request.headers.add(name: FleetCallSignature.signatureHeader,
-                            value: FleetCallSignature.sign(secret: secret, method: "POST", path: path, query: query, timeMs: timeMs, body: body))
+                            value: FleetCallSignature.sign(secret: secret, method: method, path: path, query: query, timeMs: timeMs, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
         let status: HTTPResponseStatus, errorType: String?, answer: ByteBuffer
         do {

@@ -82,6 +82,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     /// involved (SOURCE on the source stage, REPLICA on the destination).
     struct ReplicaKey: Hashable { var source: String, destination: String, participantId: String }
     private var replicaState: [ReplicaKey: (replica: ParticipantReplica, forwarder: ReplicaForwarder)] = [:]
+    /// Each replica's share of its destination stage's node (fleet), given back when it ends.
+    private var replicaReservations: [ReplicaKey: StageReservation] = [:]
     private var replicationFields: [ParticipantRecordingKey: (type: ReplicationType, state: ReplicationState?, sourceStageArn: String?,
                                                               sourceSessionId: String?)] = [:]
 
@@ -640,6 +642,18 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         guard !book.isConnected(stageArn: request.destinationStageArn, participantId: request.participantId) else {
             throw .conflict("participant \(request.participantId) is already on \(request.destinationStageArn)")
         }
+        // The replica joins the destination here, on the source's node: in a fleet the
+        // destination is placed here too (it costs a publisher), or the call is refused.
+        let reservation: StageReservation
+        switch try await ownership.claim(stageArn: request.destinationStageArn, millicores: PlacementCost.publishers(1),
+                                         preferLocal: true, forwarded: true) {
+        case .local(let held): reservation = held
+        case .remote(let peer):
+            throw .conflict("destinationStageArn: stage \(request.destinationStageArn) runs on node \(peer.nodeId) and the source "
+                            + "\(request.sourceStageArn) on this one; a replica is made on its source's node, so replicate to a stage "
+                            + "before it is placed elsewhere (before its first publisher or composition)")
+        }
+        replicaReservations[key] = reservation
         let attributes = request.attributes ?? [:]
         let identity = LiveParticipantIdentity(participantId: request.participantId, userId: source.identity.userId, attributes: attributes)
         let replica = hub.join(stageArn: request.destinationStageArn, identity: identity)
@@ -689,6 +703,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
 
     private func replicationEnded(_ key: ReplicaKey, replicaKey: ParticipantRecordingKey, reason: String) async {
         guard replicaState.removeValue(forKey: key) != nil else { return }
+        if let reservation = replicaReservations.removeValue(forKey: key) { await ownership.release(reservation) }
         await apply(book.leave(stageArn: key.destination, participantId: key.participantId, at: seconds()))
         if let fields = replicationFields[replicaKey] { replicationFields[replicaKey] = (fields.type, .stopped, fields.sourceStageArn, fields.sourceSessionId) }
         await saveRecordingFields(replicaKey)
