@@ -262,6 +262,31 @@ final class CompositionManagerTests: XCTestCase {
 
     /// A composition persisted as ACTIVE (the daemon died): restore finalizes its recording
     /// from the segments present and marks it FAILED with the restart reason.
+    /// A lost node's compositions that had already ended are adopted for their retention and
+    /// then deleted from the store, as their node would have done; another stage's are not touched.
+    func testTakeOverExpiresAlreadyEndedCompositionsOfTheLostStages() async throws {
+        let h = try await makeHarness()
+        func ended(_ id: String, stage: String) -> StoredComposition {
+            StoredComposition(composition: Composition(arn: "arn:aws:ivs:us-east-1:123456789012:composition/\(id)", stageArn: stage,
+                                                       state: .stopped, layout: .defaultGrid, destinations: [], tags: [:]))
+        }
+        let lost = ended("EEEEEEEEEEEE", stage: stageArn)
+        let other = ended("OOOOOOOOOOOO", stage: "arn:aws:ivs:us-east-1:123456789012:stage/OtherOtherOt")
+        try await h.store.putComposition(lost)
+        try await h.store.putComposition(other)
+        let failed = await h.manager.takeOver(stages: [stageArn], reason: "node-x was lost")
+        XCTAssertEqual(failed, 0, "nothing was running")
+        XCTAssertEqual(h.eventNames, [], "no event for what had already ended")
+        let listed = try await h.manager.composition(arn: lost.arn)
+        XCTAssertEqual(listed.state, .stopped)
+        h.clock.advance(by: .seconds(300))
+        await h.manager.tick()
+        let kept = try await h.store.composition(arn: lost.arn)
+        XCTAssertNil(kept, "deleted once its retention passed")
+        let untouched = try await h.store.composition(arn: other.arn)
+        XCTAssertNotNil(untouched, "another stage's composition is not this node's to expire")
+    }
+
     func testRestoreFinalizesRunningCompositions() async throws {
         let h = try await makeHarness()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID())")

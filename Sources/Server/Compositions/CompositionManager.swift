@@ -263,6 +263,11 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         }
         let wallNow = wallClock()
         for record in orphans { await failOrphan(record, reason: reason, wallNow: wallNow) }
+        // Those that had already ended are kept here for their retention (then deleted), as
+        // their node would have: nothing else would ever remove them from the table.
+        for record in stored where wanted.contains(record.composition.stageArn) && entries[record.arn] == nil {
+            entries[record.arn] = Entry(stored: record, endedAt: clock.now(), logger: entryLogger(record.arn))
+        }
         await flush()
         updateMetrics()
         return orphans.count
