@@ -4,6 +4,7 @@
 // and resumes at the next keyframe, and never slows the publisher or other compositions.
 
 public import FFmpeg
+import Dispatch
 import Synchronization
 
 /// One compressed packet (or a stream setup) on its way to a composition.
@@ -71,9 +72,18 @@ public final class LiveMediaQueue: Sendable {
         var videoNeedsKeyframe = true
         var droppedPackets: Int64 = 0
         var overflows: Int64 = 0
+        /// The consumer sleeps in `waitForPacket` until the next push or the end.
+        var consumerWaiting = false
+
+        /// Whether to wake the consumer (once per wait).
+        mutating func takeWaiter() -> Bool {
+            defer { consumerWaiting = false }
+            return consumerWaiting
+        }
     }
 
     private let state = Mutex(State())
+    private let doorbell = DispatchSemaphore(value: 0)
     public let limits: LiveQueueLimits
 
     public init(limits: LiveQueueLimits = LiveQueueLimits()) {
@@ -85,7 +95,16 @@ public final class LiveMediaQueue: Sendable {
     /// overflowed the queue and its video now waits for a keyframe (worth asking for one).
     @discardableResult
     public func push(_ packet: LiveMediaPacket) -> Bool {
-        state.withLock { state in
+        let (overflowed, wake) = state.withLock { state in
+            let overflowed = Self.push(packet, into: &state, limits: limits)
+            return (overflowed, state.ring.count > 0 && state.takeWaiter())
+        }
+        if wake { doorbell.signal() }
+        return overflowed
+    }
+
+    private static func push(_ packet: LiveMediaPacket, into state: inout State, limits: LiveQueueLimits) -> Bool {
+        do {
             guard !state.ended else { return false }
             if packet.type == .video, !packet.isConfiguration {
                 if state.videoNeedsKeyframe {
@@ -121,6 +140,21 @@ public final class LiveMediaQueue: Sendable {
         }
     }
 
+    /// Blocks the consumer's thread (never an async context) until a packet is queued, the
+    /// publisher has left, or `timeout` passes: a consumer that has emptied the queue waits
+    /// for the producer instead of polling.
+    public func waitForPacket(timeout: Duration) {
+        let mustWait = state.withLock { state in
+            guard state.ring.count == 0, !state.ended else { return false }
+            state.consumerWaiting = true
+            return true
+        }
+        guard mustWait else { return }
+        let nanoseconds = max(0, min(timeout.components.seconds, 86_400)) &* 1_000_000_000
+            &+ timeout.components.attoseconds / 1_000_000_000
+        _ = doorbell.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
+    }
+
     /// Takes the oldest packet (consumer side).
     public func pop() -> LiveQueueRead {
         state.withLock { state in
@@ -134,7 +168,11 @@ public final class LiveMediaQueue: Sendable {
 
     /// The publisher left: the consumer reads what is queued, then `.ended`.
     public func finish() {
-        state.withLock { $0.ended = true }
+        let wake = state.withLock { state in
+            state.ended = true
+            return state.takeWaiter()
+        }
+        if wake { doorbell.signal() }
     }
 
     public var counters: (queued: Int, bytes: Int, dropped: Int64, overflows: Int64) {

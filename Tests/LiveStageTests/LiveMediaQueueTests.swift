@@ -2,6 +2,7 @@
 // keeps, and when it tells the publisher's connection to ask for a keyframe.
 @testable import LiveStage
 import MediaCore
+import Foundation
 import Testing
 import FFmpeg
 
@@ -90,3 +91,44 @@ import FFmpeg
         #expect(publisher.keyframeCacheCount <= 100)
     }
 }
+
+@Suite struct LiveMediaQueueWaitTests {
+    static let audio = LiveMediaPacket(type: .audio, content: .data([1, 2, 3]), pts: 0, dts: 0, isKeyframe: true)
+
+    @Test("a consumer that has emptied the queue sleeps until the next push or the end, not for its timeout",
+          .timeLimit(.minutes(1)), arguments: [false, true])
+    func waitIsWokenByThePublisher(ends: Bool) async {
+        let queue = LiveMediaQueue()
+        let woken = await withCheckedContinuation { (continuation: CheckedContinuation<ContinuousClock.Duration, Never>) in
+            Thread {
+                let started = ContinuousClock.now
+                // Far longer than the test's time limit: only the push (or the end) can end it in time.
+                queue.waitForPacket(timeout: .seconds(600))
+                continuation.resume(returning: ContinuousClock.now - started)
+            }.start()
+            Thread {
+                Thread.sleep(forTimeInterval: 0.05)
+                if ends { queue.finish() } else { queue.push(Self.audio) }
+            }.start()
+        }
+        #expect(woken < .seconds(600))
+        if ends {
+            guard case .ended = queue.pop() else { Issue.record("ended"); return }
+        } else {
+            guard case .packet = queue.pop() else { Issue.record("the pushed packet"); return }
+        }
+    }
+
+    @Test("with a packet queued, or the publisher gone, the wait returns at once; with nothing, after its timeout")
+    func waitReturns() {
+        let queue = LiveMediaQueue()
+        queue.push(Self.audio)
+        queue.waitForPacket(timeout: .seconds(600)) // would hang the test if it waited
+        while case .packet = queue.pop() {}
+        queue.waitForPacket(timeout: .milliseconds(10))
+        queue.finish()
+        queue.waitForPacket(timeout: .seconds(600))
+        guard case .ended = queue.pop() else { Issue.record("ended"); return }
+    }
+}
+

@@ -57,7 +57,7 @@ final class RTMPRelay: Sendable {
                 switch read {
                 case .wouldBlock:
                     if stopped.load(ordering: .acquiring) && muxer == nil && held.isEmpty { return nil }
-                    Thread.sleep(forTimeInterval: 0.01)
+                    queue.waitForPacket(timeout: .milliseconds(100))
                     continue
                 case .endOfMedia:
                     if let muxer { _ = try muxer.finish() }

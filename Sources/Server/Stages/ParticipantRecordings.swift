@@ -43,7 +43,9 @@ final class ParticipantRecordings: Sendable {
     private let logger: Logger
     private let report: @Sendable (ParticipantRecordingKey, ParticipantRecordingChange) -> Void
     private let running = Mutex<[ParticipantRecordingKey: Running]>([:])
-    static let pollInterval: TimeInterval = 0.02
+    /// With nothing to record, how long a wait lasts before the keyframe wish is looked at
+    /// again (a packet ends it at once).
+    static let idleWait = Duration.milliseconds(100)
 
     init(buckets: BucketService, logger: Logger,
          report: @escaping @Sendable (ParticipantRecordingKey, ParticipantRecordingChange) -> Void) {
@@ -114,7 +116,7 @@ final class ParticipantRecordings: Sendable {
             do {
                 while try recorder.record(from: source) {
                     if recorder.takeKeyframeWish() { publisher.requestKeyframe() }
-                    Thread.sleep(forTimeInterval: pollInterval)
+                    queue.waitForPacket(timeout: idleWait)
                 }
             } catch {
                 publisher.release(queue)

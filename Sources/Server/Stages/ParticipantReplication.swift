@@ -13,7 +13,9 @@ import Synchronization
 
 final class ReplicaForwarder: Sendable {
     private let stopped = Atomic<Bool>(false)
-    static let pollInterval: TimeInterval = 0.005
+    /// With nothing to forward, how long a wait lasts before the keyframe requests and the stop
+    /// are looked at again (a packet ends it at once).
+    static let idleWait = Duration.milliseconds(20)
 
     /// Starts forwarding; `ended` is called once, on the forwarding thread, when it stops.
     func start(source: LivePublisher, replica: LivePublisher, hub: LiveStageHub, window: TimeInterval, logger: Logger,
@@ -35,7 +37,7 @@ final class ReplicaForwarder: Sendable {
                         }
                     case .empty:
                         if replica.takeKeyframeRequest() { current.requestKeyframe() }
-                        Thread.sleep(forTimeInterval: Self.pollInterval)
+                        queue.waitForPacket(timeout: Self.idleWait)
                     case .ended:
                         current.release(queue)
                         // The source left: wait for it to come back within the window.
