@@ -388,6 +388,23 @@ def recording_prefix(composition):
     return composition["destinations"][0]["detail"]["s3"]["recordingPrefix"]
 
 
+def composition_placed_by_publisher(fleet, owner, via, enc, sto, name):
+    """A stage whose RTMP publisher (red, 440 Hz) places it on `owner`, and its composition,
+    started through `via`, ACTIVE with two segments in the bucket: (stage ARN, composition ARN,
+    recording prefix)."""
+    stage = owner.api().create_stage(name=name)["stage"]
+    red = create_ingest(owner, stage["arn"], "red", secure=False)
+    fleet.adopt(Publisher(owner.rtmp_url(stage, red), "red", 440, fleet.workdir, "red"))
+    fleet.wait_publishing(via, stage["arn"], red["participantId"])
+    fleet.owner(stage["arn"], expect=owner.node_id)
+    arn = fleet.call(via, "start_composition", stageArn=stage["arn"],
+                     destinations=[s3_destination(enc, sto)])["composition"]["arn"]
+    fleet.wait_state(via, arn, {"ACTIVE"})
+    prefix = recording_prefix(fleet.composition(via, arn))
+    fleet.wait_objects("two segments stored", prefix, lambda keys: len(fleet.segments(prefix)) >= 2, 30)
+    return stage["arn"], arn, prefix
+
+
 def check_finalized_recording(fleet, prefix, status_file, must_list=()):
     """The recording under `prefix` as the bucket has it: `status_file` and no other final
     metadata, a VOD media playlist (#EXT-X-ENDLIST) listing only segments the bucket holds,
@@ -778,16 +795,7 @@ def test_fleet_fencing_sigstop(fleet):
     more to the bucket, and the composition stays FAILED."""
     a, b = fleet.start(2, capacity=4000)
     enc, sto = setup(fleet, a)
-    stage = a.api().create_stage(name="fencing")["stage"]
-    stage_arn = stage["arn"]
-    red = create_ingest(a, stage_arn, "red", secure=False)
-    fleet.adopt(Publisher(a.rtmp_url(stage, red), "red", 440, fleet.workdir, "red"))
-    fleet.wait_publishing(b, stage_arn, red["participantId"])
-    fleet.owner(stage_arn, expect=a.node_id)
-    arn = fleet.call(b, "start_composition", stageArn=stage_arn, destinations=[s3_destination(enc, sto)])["composition"]["arn"]
-    fleet.wait_state(b, arn, {"ACTIVE"})
-    prefix = recording_prefix(fleet.composition(b, arn))
-    fleet.wait_objects("two segments stored", prefix, lambda keys: len([k for k in keys if k.endswith(".ts")]) >= 2, 30)
+    stage_arn, arn, prefix = composition_placed_by_publisher(fleet, a, b, enc, sto, "fencing")
 
     a.process.send_signal(signal.SIGSTOP)
     stopped = time.time()
@@ -841,16 +849,7 @@ def test_fleet_drain_sigterm(fleet):
     for node in (a, b):
         node.start()
     enc, sto = setup(fleet, a)
-    stage = a.api().create_stage(name="drain")["stage"]
-    stage_arn = stage["arn"]
-    red = create_ingest(a, stage_arn, "red", secure=False)
-    fleet.adopt(Publisher(a.rtmp_url(stage, red), "red", 440, fleet.workdir, "red"))
-    fleet.wait_publishing(b, stage_arn, red["participantId"])
-    fleet.owner(stage_arn, expect=a.node_id)
-    arn = fleet.call(b, "start_composition", stageArn=stage_arn, destinations=[s3_destination(enc, sto)])["composition"]["arn"]
-    fleet.wait_state(b, arn, {"ACTIVE"})
-    prefix = recording_prefix(fleet.composition(b, arn))
-    fleet.wait_objects("two segments stored", prefix, lambda keys: len(fleet.segments(prefix)) >= 2, 30)
+    stage_arn, arn, prefix = composition_placed_by_publisher(fleet, a, b, enc, sto, "drain")
 
     a.process.send_signal(signal.SIGTERM)
     terminated = time.time()

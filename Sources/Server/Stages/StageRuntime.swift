@@ -18,6 +18,7 @@ public import Foundation
 public import IngestServer
 public import LiveStage
 public import Logging
+import MediaCore
 public import Persistence
 public import ServiceLifecycle
 import Stages
@@ -82,6 +83,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     /// involved (SOURCE on the source stage, REPLICA on the destination).
     struct ReplicaKey: Hashable { var source: String, destination: String, participantId: String }
     private var replicaState: [ReplicaKey: (replica: ParticipantReplica, forwarder: ReplicaForwarder)] = [:]
+    /// Per participant, the tickets of its writes: the next to hand out, and the one writing (`inOrder`).
+    private var participantWrites: [ParticipantRecordingKey: (next: UInt64, serving: UInt64)] = [:]
+    private let participantWritten = ChangeSignal()
     /// Each replica's share of its destination stage's node (fleet), given back when it ends.
     private var replicaReservations: [ReplicaKey: StageReservation] = [:]
     private var replicationFields: [ParticipantRecordingKey: (type: ReplicationType, state: ReplicationState?, sourceStageArn: String?,
@@ -482,8 +486,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                         participant.recordingS3Prefix = fields.prefix
                     }
                     if let fields = replicationFields[key] { Self.apply(fields, to: &participant) }
-                    try await store.putParticipant(StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant,
-                                                                     recordingPrefix: recordingPrefixes[key]))
+                    let stored = StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant,
+                                                   recordingPrefix: recordingPrefixes[key])
+                    try await inOrder(key) { try await store.putParticipant(stored) }
                 case .appendEvent(let stageArn, let sessionId, let event):
                     try await store.appendParticipantEvent(stageArn: stageArn, sessionId: sessionId, ParticipantEvent(
                         name: APIModels.ParticipantEventName(rawValue: event.name.rawValue), participantId: event.participantId,
@@ -604,19 +609,47 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
 
     private func saveRecordingFields(_ key: ParticipantRecordingKey) async {
         do {
-            guard var stored = try await store.participant(stageArn: key.stageArn, sessionId: key.sessionId,
-                                                           participantId: key.participantId) else { return }
-            if let fields = recordingFields[key] {
-                stored.participant.recordingState = fields.state
-                stored.participant.recordingS3BucketName = fields.bucket
-                stored.participant.recordingS3Prefix = fields.prefix
+            // Read and written back in turn with the participant's other writes: a read made
+            // before a leave was stored must not be written back after it (PostgreSQL runs the
+            // actor's overlapping store calls on different connections).
+            try await inOrder(key) {
+                guard var stored = try await store.participant(stageArn: key.stageArn, sessionId: key.sessionId,
+                                                               participantId: key.participantId) else { return }
+                if let fields = recordingFields[key] {
+                    stored.participant.recordingState = fields.state
+                    stored.participant.recordingS3BucketName = fields.bucket
+                    stored.participant.recordingS3Prefix = fields.prefix
+                }
+                if let fields = replicationFields[key] { Self.apply(fields, to: &stored.participant) }
+                stored.recordingPrefix = recordingPrefixes[key] ?? stored.recordingPrefix
+                try await store.putParticipant(stored)
             }
-            if let fields = replicationFields[key] { Self.apply(fields, to: &stored.participant) }
-            stored.recordingPrefix = recordingPrefixes[key] ?? stored.recordingPrefix
-            try await store.putParticipant(stored)
         } catch {
             logger.error("participant recording state could not be persisted", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Runs `write` once every write of the same participant begun before it has finished, so
+    /// a participant's writes reach the store in the order they were made: the actor is
+    /// reentrant at each store call, and two writes in flight could otherwise land reversed.
+    private func inOrder(_ key: ParticipantRecordingKey, _ write: () async throws -> Void) async throws {
+        var queue = participantWrites[key] ?? (next: 0, serving: 0)
+        let ticket = queue.next
+        queue.next &+= 1
+        participantWrites[key] = queue
+        while participantWrites[key]?.serving != ticket, !Task.isCancelled {
+            let seen = participantWritten.generation
+            if participantWrites[key]?.serving == ticket { break }
+            await participantWritten.changed(after: seen)
+        }
+        defer {
+            if var queue = participantWrites[key] {
+                queue.serving &+= 1
+                participantWrites[key] = queue.serving == queue.next ? nil : queue
+            }
+            participantWritten.signal()
+        }
+        try await write()
     }
 
     // MARK: Participant replication
