@@ -192,7 +192,7 @@ extension PostgresCompositionStore {
             }
             // A node's load is what its stages reserved, or what it measures when that is more
             // (the estimate was low, or work outside placements: relays, recordings).
-            let free = nodes.map { node in (node, Int64(node.capacity) - max(reserved[node.id] ?? 0, Int64(node.measured))) }
+            let free = nodes.map { node in (node, Int64(node.capacity) &- max(reserved[node.id] ?? 0, Int64(node.measured))) }
             let preferred = free.first { $0.0.id == preferring && $0.1 >= Int64(costMillicores) }
             guard let best = preferred ?? free.max(by: { ($0.1, $1.0.id) < ($1.1, $0.0.id) }), best.1 >= Int64(costMillicores) else {
                 let most = free.map(\.1).max().map { "\(max($0, 0)) millicores free at most (capacity less the larger of "

@@ -110,7 +110,7 @@ final class FleetEventOutbox: EventSink, Service {
                 try await store.listenForOutboxEvents(rang: { [doorbell] in doorbell.signal() })
             } catch {
                 if Task.isCancelled { return }
-                failures += 1
+                failures &+= 1
                 if failures == 1 || failures % 60 == 0 {
                     logger.info("not hearing the outbox doorbell; looking once a second meanwhile", metadata: ["error": "\(error)"])
                 }
