@@ -102,7 +102,7 @@ let package = Package(
         // Live stages: publishers on the stage now, their media fanned out to compositions.
         .target(
             name: "LiveStage",
-            dependencies: ["FFmpeg", "MediaCore", "Pipeline", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FFmpeg", "MediaCore", "Pipeline", "Layout", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // Pure RTMP: handshake, chunk stream, AMF0, the publish conversation, FLV tags.

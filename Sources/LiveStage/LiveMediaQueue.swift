@@ -63,8 +63,37 @@ public struct LiveQueueLimits: Sendable, Equatable {
     }
 }
 
+/// How large a consumer needs a publisher's picture: a publisher with several sizes to send
+/// (WebRTC simulcast) sends the smallest that every consumer's demand is covered by.
+public enum LiveVideoDemand: Sendable, Equatable {
+    /// The whole picture at its largest (a recording, a replica, a relay): the default.
+    case largest
+    /// A picture at least this large in both dimensions (a composition's tile).
+    case atLeast(width: Int, height: Int)
+    /// Not shown now (a composition that hides the publisher): asks for nothing.
+    case none
+
+    /// What satisfies every one of `demands`: the largest if any wants it, else the
+    /// dimensions' maxima; `.none` when nobody asks for anything.
+    public static func combined(_ demands: some Sequence<LiveVideoDemand>) -> LiveVideoDemand {
+        var result = LiveVideoDemand.none
+        for demand in demands {
+            switch (result, demand) {
+            case (.largest, _), (_, .none): continue
+            case (_, .largest): result = .largest
+            case (.none, .atLeast): result = demand
+            case (.atLeast(let w, let h), .atLeast(let width, let height)):
+                result = .atLeast(width: max(w, width), height: max(h, height))
+            }
+        }
+        return result
+    }
+}
+
 public final class LiveMediaQueue: Sendable {
     private struct State {
+        /// What this queue's consumer needs of the publisher's picture.
+        var videoDemand = LiveVideoDemand.largest
         var ring = PacketRing()
         var bytes = 0
         var ended = false
@@ -173,6 +202,13 @@ public final class LiveMediaQueue: Sendable {
             return state.takeWaiter()
         }
         if wake { doorbell.signal() }
+    }
+
+    /// How large the consumer needs the publisher's picture (the consumer sets it; the
+    /// publisher's connection reads the queues' demands combined).
+    public var videoDemand: LiveVideoDemand {
+        get { state.withLock { $0.videoDemand } }
+        set { state.withLock { $0.videoDemand = newValue } }
     }
 
     public var counters: (queued: Int, bytes: Int, dropped: Int64, overflows: Int64) {

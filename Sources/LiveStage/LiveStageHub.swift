@@ -17,8 +17,12 @@ import Synchronization
 /// Tunables of live media, in stage-clock microseconds.
 public struct LiveMediaSettings: Sendable, Equatable {
     /// How far behind the least-delayed packets media may arrive and still be on time; also
-    /// the delay every publisher's media is shown with (the jitter allowance).
+    /// the delay a publisher's media is shown with (the jitter allowance): at most this.
     public var latency: Int64
+    /// The least jitter allowance: with one, each publisher's is measured from how late its
+    /// packets arrive (`LiveTimestampMapper`), between this and `latency`; nil: `latency`
+    /// for everyone.
+    public var minimumLatency: Int64?
     /// A publisher that sends no video for this long is shown as stopped video.
     public var videoStoppedAfter: Int64
     public var queue: LiveQueueLimits
@@ -28,9 +32,10 @@ public struct LiveMediaSettings: Sendable, Equatable {
     public var keyframeCacheBytes: Int
     public var keyframeCachePackets: Int
 
-    public init(latency: Int64 = 200_000, videoStoppedAfter: Int64 = 3_000_000, queue: LiveQueueLimits = LiveQueueLimits(),
-                keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
+    public init(latency: Int64 = 200_000, minimumLatency: Int64? = nil, videoStoppedAfter: Int64 = 3_000_000,
+                queue: LiveQueueLimits = LiveQueueLimits(), keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
         self.latency = latency
+        self.minimumLatency = minimumLatency
         self.videoStoppedAfter = videoStoppedAfter
         self.queue = queue
         self.keyframeCacheBytes = keyframeCacheBytes
@@ -208,7 +213,8 @@ public final class LivePublisher: Sendable {
         self.identity = identity
         self.generation = generation
         disconnectHandler = disconnect
-        state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency)))
+        state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency,
+                                                        minimumLatency: hub.settings.minimumLatency)))
     }
 
     /// Wall-clock time (ms since 1970) of stage-clock time 0 (the hub's).
@@ -298,6 +304,12 @@ public final class LivePublisher: Sendable {
     /// individual recording can cut its segment near its target duration.
     public func requestKeyframe() { state.withLock { $0.keyframeWanted = true } }
 
+    /// What the consumers of this publisher's media need of its picture, combined: a WebRTC
+    /// simulcast publisher's connection composes the smallest layer that covers it.
+    public var videoDemand: LiveVideoDemand {
+        state.withLock { state in LiveVideoDemand.combined(state.queues.lazy.map(\.videoDemand)) }
+    }
+
     /// Stops feeding a queue from `makeQueue`.
     public func release(_ queue: LiveMediaQueue) { detach(queue) }
 
@@ -353,6 +365,9 @@ public final class LivePublisher: Sendable {
     public var lastVideoArrival: Int64? { state.withLock { $0.lastVideoArrival } }
 
     public var hasEnded: Bool { state.withLock { $0.ended } }
+
+    /// The jitter allowance this publisher's media is shown with now (µs).
+    public var latency: Int64 { state.withLock { $0.mapper.latency } }
 
     /// After the connection ended: the stage time until which compositions keep showing
     /// the participant, so the media already queued (the last `latency` of it) is seen and

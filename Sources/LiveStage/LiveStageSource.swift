@@ -4,6 +4,7 @@
 // only shared state it touches is the subscription's snapshot and the queues.
 
 public import FFmpeg
+public import Layout
 public import Logging
 public import MediaCore
 public import Pipeline
@@ -181,6 +182,11 @@ public final class LiveMediaSource: ParticipantMediaSource {
                 }
             }
         }
+    }
+
+    /// The composition's tile size becomes this queue's demand on the publisher.
+    public func drawnSizeChanged(_ size: PixelSize?) {
+        queue.videoDemand = size.map { .atLeast(width: $0.width, height: $0.height) } ?? .none
     }
 
     /// Packets carry absolute stage-clock µs; the composition's time zero is `origin`.

@@ -10,10 +10,31 @@
 // time), which absorbs the drift between the publisher's clock and ours — a few hundred ppm
 // at worst — so over hours nothing builds up and nothing runs dry. A jump of the publisher's
 // timestamps (an encoder restart) re-anchors at once.
+//
+// The latency itself is measured per publisher, as WebRTC receivers size their jitter
+// buffers: how late packets arrive behind the least-delayed ones (the largest lateness over
+// the last one to two windows), plus a margin for the composition's own tick, held within
+// [minimumLatency, maximumLatency]. It grows at once when a later packet shows the network
+// got worse (a step: the picture holds and the sound has a short gap, once), and shrinks
+// slowly (`maxShrinkPPM`) when it got better, so that the sound is squeezed, not cut. A
+// clean publisher is shown soon after it arrives; a jittery one keeps as much delay as its
+// jitter needs. With both bounds equal the latency is fixed.
 
 public struct LiveTimestampMapper: Sendable {
-    /// How long after its expected arrival a packet is still on time (µs).
-    public let latency: Int64
+    /// How long after its expected arrival a packet is still on time now (µs).
+    public private(set) var latency: Int64
+    /// Bounds of the measured latency (µs).
+    public let minimumLatency: Int64
+    public let maximumLatency: Int64
+    /// Added to the lateness measured: the composition reads a publisher's queue once per
+    /// output frame, and a packet must be there by then (µs).
+    public let margin: Int64
+    /// Largest decrease of the latency per µs of arrival time, in parts per million: with the
+    /// offset's slew, within the 1 % the sound can be squeezed by.
+    public let maxShrinkPPM: Int64
+    /// Largest lateness (µs behind the offset) in the current and the previous window.
+    private var currentMaximumLate: Int64 = 0
+    private var previousMaximumLate: Int64 = 0
     /// Length of one minimum-tracking window (µs of arrival time).
     public let window: Int64
     /// Largest offset change per µs of arrival time, in parts per million (1 000 = 0.1 %):
@@ -37,10 +58,17 @@ public struct LiveTimestampMapper: Sendable {
     private var lastMediaTime: Int64?
     public private(set) var discontinuities = 0
 
-    public init(latency: Int64, window: Int64 = 5_000_000, maxSlewPPM: Int64 = 1_000,
+    /// `latency`: the most a publisher is delayed by; `minimumLatency` (nil: the same, a
+    /// fixed latency) the least.
+    public init(latency: Int64, minimumLatency: Int64? = nil, margin: Int64 = 40_000, maxShrinkPPM: Int64 = 5_000,
+                window: Int64 = 5_000_000, maxSlewPPM: Int64 = 1_000,
                 discontinuityThreshold: Int64 = 1_000_000, settling: Int64 = 2_000_000) {
         self.settling = settling
-        self.latency = latency
+        maximumLatency = max(0, latency)
+        self.minimumLatency = min(max(0, minimumLatency ?? latency), maximumLatency)
+        self.margin = margin
+        self.maxShrinkPPM = maxShrinkPPM
+        self.latency = self.minimumLatency
         self.window = window
         self.maxSlewPPM = maxSlewPPM
         self.discontinuityThreshold = discontinuityThreshold
@@ -56,7 +84,7 @@ public struct LiveTimestampMapper: Sendable {
             return mediaTime + sample + latency
         }
         let jumped = lastMediaTime.map { mediaTime < $0 - discontinuityThreshold || mediaTime > $0 + discontinuityThreshold + (arrival - lastArrival) } ?? false
-        if jumped || abs(sample - current) > discontinuityThreshold + latency {
+        if jumped || abs(sample &- current) > discontinuityThreshold + maximumLatency {
             // The publisher's timeline jumped (or the network path changed completely).
             discontinuities += 1
             start(sample: sample, arrival: arrival)
@@ -66,6 +94,8 @@ public struct LiveTimestampMapper: Sendable {
         if arrival - windowStart >= window {
             previousMinimum = currentMinimum
             currentMinimum = .max
+            previousMaximumLate = currentMaximumLate
+            currentMaximumLate = 0
             windowStart = arrival
         }
         currentMinimum = min(currentMinimum, sample)
@@ -82,9 +112,23 @@ public struct LiveTimestampMapper: Sendable {
             current = min(target, current + step)
         }
         offset = current
+        adaptLatency(late: sample - current, elapsed: elapsed)
         lastArrival = max(lastArrival, arrival)
         lastMediaTime = max(lastMediaTime ?? mediaTime, mediaTime)
         return mediaTime + current + latency
+    }
+
+    /// Follows the lateness measured: up at once, down by at most `maxShrinkPPM` of the time
+    /// elapsed.
+    private mutating func adaptLatency(late: Int64, elapsed: Int64) {
+        guard minimumLatency < maximumLatency else { return }
+        currentMaximumLate = max(currentMaximumLate, late)
+        let target = min(max(max(currentMaximumLate, previousMaximumLate) + margin, minimumLatency), maximumLatency)
+        if target > latency {
+            latency = target
+        } else if target < latency {
+            latency = max(target, latency - elapsed * maxShrinkPPM / 1_000_000)
+        }
     }
 
     private mutating func start(sample: Int64, arrival: Int64) {

@@ -4,6 +4,7 @@
 // clock), so recorded and live publishers share one media path.
 
 public import FFmpeg
+public import Layout
 import MediaCore
 
 /// What one `read` produced.
@@ -46,6 +47,14 @@ public protocol ParticipantMediaSource: AnyObject {
     /// True for a live publisher: audio drift against the stage clock is absorbed by
     /// stretching the sound instead of by jumps.
     var isLive: Bool { get }
+    /// The compositor now draws the picture this large (the least size of the current
+    /// picture's aspect that is not upscaled into its tile), or not at all (nil). A live
+    /// publisher with several sizes (simulcast) can then send the smallest that covers it.
+    func drawnSizeChanged(_ size: PixelSize?)
+}
+
+extension ParticipantMediaSource {
+    public func drawnSizeChanged(_ size: PixelSize?) {}
 }
 
 /// A recorded participant's file (any container FFmpeg reads).

@@ -14,6 +14,9 @@ public final class ParticipantSubscriber {
     public let participantId: String
     public let mixRate: Int
     private let source: any ParticipantMediaSource
+    /// The size last told to the source with `drawnSizeChanged`.
+    private var drawnSize: PixelSize?
+    private var drawnSizeTold = false
     private var videoDecoder: Decoder?
     private var audioDecoder: Decoder?
     private let limits: DecoderLimits
@@ -204,6 +207,15 @@ public final class ParticipantSubscriber {
     }
 
     // MARK: Video
+
+    /// How large the compositor draws the picture (nil: not at all), told to the source on
+    /// every change.
+    public func setDrawnSize(_ size: PixelSize?) {
+        guard !drawnSizeTold || size != drawnSize else { return }
+        drawnSize = size
+        drawnSizeTold = true
+        source.drawnSizeChanged(size)
+    }
 
     /// Whether the compositor shows this participant's picture. Hidden video (stopped, or not
     /// published) is not decoded: its packets are still read on the stage clock, and only

@@ -50,6 +50,26 @@ public enum TileGeometry {
         }
     }
 
+    /// The least picture of `source`'s aspect that `tile` would not show upscaled in `mode`:
+    /// one dimension is the tile's, the other follows the aspect (rounded up). COVER and
+    /// FILL need the picture to reach both of the tile's sides, CONTAIN only the nearer one.
+    /// A simulcast layer at least this large shows as sharp as any larger one. Computed from
+    /// the sizes, not from a placement's even-rounded crop, which would overstate it by a few
+    /// pixels (and a 638x358 tile would then want more than a 640x360 layer).
+    public static func drawnSize(of source: PixelSize, in tile: Rect, mode: VideoFillMode) -> PixelSize {
+        guard source.width > 0, source.height > 0, tile.width > 0, tile.height > 0 else { return source }
+        // Scaled to the tile's width, the picture is taller than the tile iff this holds.
+        let widthBound = tile.width * source.height >= tile.height * source.width
+        let byWidth = mode == .contain ? !widthBound : widthBound
+        return byWidth
+            ? PixelSize(width: tile.width, height: ceilDivide(source.height * tile.width, source.width))
+            : PixelSize(width: ceilDivide(source.width * tile.height, source.height), height: tile.height)
+    }
+
+    private static func ceilDivide(_ numerator: Int, _ denominator: Int) -> Int {
+        (numerator + denominator - 1) / denominator
+    }
+
     private static func even(_ value: Int) -> Int { value & ~1 }
 
     /// numerator/denominator rounded to the nearest even integer (within 1 px of exact;

@@ -73,6 +73,11 @@ public final class VideoCompositor {
             swap(&layoutInput, &previousInput)
             layoutChanges += 1
             invalidate()
+            // Whoever has no picture tile now is drawn at no size; the others are told theirs as
+            // their tiles are drawn.
+            for state in participants where !tiles.contains(where: { $0.content == .video && $0.participantId == state.participantId }) {
+                source.subscriber(for: state.participantId)?.setDrawnSize(nil)
+            }
         }
         draw(source: source)
     }
@@ -142,6 +147,7 @@ public final class VideoCompositor {
                 }
                 continue
             }
+            subscriber.setDrawnSize(TileGeometry.drawnSize(of: size, in: tile.rect, mode: tile.fillMode))
             if !coveredByRedraw, let last = drawn[index], last.shows(subscriber, placement: placement) {
                 tilesReused += 1
                 continue

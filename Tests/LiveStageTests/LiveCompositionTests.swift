@@ -100,6 +100,11 @@ final class SimulatedPublisher: @unchecked Sendable {
     private var pendingContinuation: [RecordedPublisherMedia.Item] = []
     private(set) var publisher: LivePublisher?
     private var next = 0
+    /// What the publisher's consumers asked of its picture, at each tick it was connected.
+    private(set) var demands: [(at: Int64, demand: LiveVideoDemand)] = []
+    /// A queue of its own, as a participant recording takes one, from `extraConsumerAt` on.
+    var extraConsumerAt: Int64?
+    private var extraConsumer: LiveMediaQueue?
 
     init(media: RecordedPublisherMedia, id: String, joinAt: Int64, leaveAt: Int64? = nil) {
         self.media = media
@@ -152,6 +157,8 @@ final class SimulatedPublisher: @unchecked Sendable {
                            isKeyframe: item.isKeyframe)
             next += 1
         }
+        if let at = extraConsumerAt, now >= at, extraConsumer == nil { extraConsumer = publisher.makeQueue() }
+        demands.append((now, publisher.videoDemand))
     }
 }
 
@@ -366,6 +373,28 @@ struct LivePublisherShapesTests {
             let level = capture.tone(440, from: from, to: to)
             #expect(level > 0.05, "440 Hz between \(from) and \(to) s: \(level)")
         }
+    }
+
+    @Test("the composition tells each publisher how large its tile draws it; another consumer of the whole picture asks for the largest")
+    func drawnSizeDemand() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 3)
+        let blue = try await media(colour: "blue", tone: 880, seconds: 3)
+        let first = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        let second = SimulatedPublisher(media: blue, id: "blue", joinAt: 1_000_000)
+        second.extraConsumerAt = 2_500_000
+        _ = try await base.run(publishers: [first, second], seconds: 3, points: [(160, 90)])
+        func demand(_ publisher: SimulatedPublisher, at time: Int64) -> LiveVideoDemand? {
+            publisher.demands.last { $0.at <= time }?.demand
+        }
+        // Before its first picture the composition asks for nothing smaller than the largest.
+        #expect(first.demands.first?.demand == .largest && second.demands.first?.demand == .largest)
+        // Alone, the 320x240 picture covers the 320x180 canvas (COVER crops its height): all of it.
+        #expect(demand(first, at: 800_000) == .atLeast(width: 320, height: 240))
+        // Side by side in 160x90 tiles, cropped to their aspect: 160x120 of it is enough.
+        #expect(demand(first, at: 2_000_000) == .atLeast(width: 160, height: 120))
+        #expect(demand(second, at: 2_000_000) == .atLeast(width: 160, height: 120))
+        // A recording of the second publisher wants its whole picture.
+        #expect(demand(second, at: 2_900_000) == .largest)
     }
 
     @Test("an audio-only publisher gets a camera-off tile and is heard; a video-only one is seen")

@@ -132,3 +132,27 @@ import FFmpeg
     }
 }
 
+
+struct LiveVideoDemandTests {
+    @Test("demands combine to what covers them all: the largest if anyone wants it, else each dimension's most; nobody asks for nothing")
+    func combined() {
+        let small = LiveVideoDemand.atLeast(width: 480, height: 270), tall = LiveVideoDemand.atLeast(width: 300, height: 400)
+        #expect(LiveVideoDemand.combined([LiveVideoDemand]()) == LiveVideoDemand.none)
+        #expect(LiveVideoDemand.combined([LiveVideoDemand.none, .none]) == LiveVideoDemand.none)
+        #expect(LiveVideoDemand.combined([small, .none]) == small)
+        #expect(LiveVideoDemand.combined([small, tall]) == .atLeast(width: 480, height: 400))
+        #expect(LiveVideoDemand.combined([small, .largest, tall]) == .largest)
+        #expect(LiveVideoDemand.combined([.none, .largest]) == .largest)
+        // Every order gives the same answer.
+        let all: [LiveVideoDemand] = [small, tall, .none, .largest]
+        for a in all { for b in all { #expect(LiveVideoDemand.combined([a, b]) == LiveVideoDemand.combined([b, a])) } }
+    }
+
+    @Test("a new queue asks for the largest until its consumer says otherwise")
+    func defaultIsLargest() {
+        let queue = LiveMediaQueue()
+        #expect(queue.videoDemand == .largest)
+        queue.videoDemand = .atLeast(width: 2, height: 2)
+        #expect(queue.videoDemand == .atLeast(width: 2, height: 2))
+    }
+}

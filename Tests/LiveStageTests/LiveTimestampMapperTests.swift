@@ -106,3 +106,109 @@ struct LiveTimestampMapperTests {
         #expect(mapper.presentationTime(mediaTime: 20_000, arrival: 5_020_000) == 5_220_000)
     }
 }
+
+/// The measured jitter allowance: between its bounds, as large as the lateness seen needs.
+struct AdaptiveLatencyTests {
+    /// A 50 packets/s publisher whose packet `i` is delayed by `delay(i)` µs beyond 30 ms of
+    /// transit; returns, per packet, (arrival, presentation, the mapper's latency after it).
+    static func run(_ mapper: inout LiveTimestampMapper, packets: Int, delay: (Int) -> Int64)
+        -> [(arrival: Int64, presented: Int64, latency: Int64)] {
+        (0..<packets).map { i in
+            let media = Int64(i) * 20_000
+            let arrival = 1_000_000 + media + 30_000 + delay(i)
+            let presented = mapper.presentationTime(mediaTime: media, arrival: arrival)
+            return (arrival, presented, mapper.latency)
+        }
+    }
+
+    @Test("a clean publisher (2 ms of jitter) is shown the minimum after it arrives, not the maximum")
+    func clean() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        var random = SeededGenerator(seed: 1)
+        let result = Self.run(&mapper, packets: 1_000) { _ in Int64.random(in: 0...2_000, using: &random) }
+        #expect(result.last!.latency <= 42_000 && result.last!.latency >= 40_000)
+        // Every packet waits at least the margin (never late) and, after the first second, at
+        // most the margin plus the jitter.
+        #expect(result.allSatisfy { $0.presented - $0.arrival >= 38_000 })
+        #expect(result.dropFirst(50).allSatisfy { $0.presented - $0.arrival <= 44_000 })
+    }
+
+    @Test("a jittery publisher (0–120 ms) keeps the allowance its lateness needs: no packet is presented before it arrives")
+    func jittery() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        var random = SeededGenerator(seed: 2)
+        let result = Self.run(&mapper, packets: 3_000) { _ in Int64.random(in: 0...120_000, using: &random) }
+        #expect(result.allSatisfy { $0.presented >= $0.arrival + 40_000 - 1_000 }, "a packet arrived after its time")
+        #expect(result.last!.latency >= 155_000 && result.last!.latency <= 160_000)
+        // A fixed minimum latency would have presented many before they arrived.
+        var fixed = LiveTimestampMapper(latency: 40_000)
+        var again = SeededGenerator(seed: 2)
+        let late = Self.run(&fixed, packets: 3_000) { _ in Int64.random(in: 0...120_000, using: &again) }
+            .filter { $0.presented < $0.arrival }
+        #expect(late.count > 1_000)
+    }
+
+    @Test("the allowance is capped by the maximum; a spike raises it at once; it shrinks slowly (0.5 %) when the network calms")
+    func spikeThenCalm() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        // Calm for 10 s, one packet 300 ms late at 10 s, calm again.
+        let result = Self.run(&mapper, packets: 3_000) { $0 == 500 ? 300_000 : 0 }
+        #expect(result[499].latency == 40_000)
+        #expect(result[500].latency == 200_000, "raised at once, to the cap")
+        #expect(result[500].presented < result[500].arrival, "beyond the cap it is late, as with a fixed 200 ms")
+        // Held while the spike is within the last windows (5–10 s), then down at most 0.5 %
+        // of the time passing (with the offset's 0.1 %, the sound is squeezed, never cut).
+        for i in 501..<3_000 {
+            let step = (result[i].presented - result[i].arrival) - (result[i - 1].presented - result[i - 1].arrival)
+            #expect(step >= -(20_000 * 6_000 / 1_000_000) - 1, "packet \(i) moved earlier by \(-step) µs")
+            #expect(result[i].latency <= result[i - 1].latency)
+        }
+        #expect(result[2_999].latency == 40_000, "back to the minimum by 60 s")
+        // The spike's window (from 11 s) becomes the previous one at 16 s and is forgotten at 21 s.
+        #expect(result[900].latency == 200_000 && result[1_100].latency < 200_000)
+    }
+
+    @Test("generated delay sequences: never presented before arrival + margin unless the lateness passes the cap, never moved earlier faster than 0.6 % (seed printed on failure)")
+    func generatedDelays() {
+        struct Burst: CustomStringConvertible {
+            var packets: Int
+            var base: Int64
+            var jitter: Int64
+            var description: String { "\(packets) packets at \(base / 1000)+0..\(jitter / 1000) ms" }
+        }
+        let failure = PropertyCheck.check(seeds: PropertyCheck.seeds(count: 120, base: 26_200_000), generate: { random in
+            (0..<Int.random(in: 1...12, using: &random)).map { _ in
+                Burst(packets: Int.random(in: 1...600, using: &random),
+                      base: [0, 5_000, 50_000, 150_000].randomElement(using: &random)!,
+                      jitter: [0, 2_000, 30_000, 250_000].randomElement(using: &random)!)
+            }
+        }, property: { bursts in
+            var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+            var random = SeededGenerator(seed: UInt64(bursts.count))
+            let delays = bursts.flatMap { burst in (0..<burst.packets).map { _ in burst.base + Int64.random(in: 0...burst.jitter, using: &random) } }
+            let result = Self.run(&mapper, packets: delays.count) { delays[$0] }
+            var latestArrival = Int64.min
+            for (i, packet) in result.enumerated() {
+                defer { latestArrival = max(latestArrival, packet.arrival) }
+                // Lateness behind the least-delayed packet (30 ms of transit): the offset only
+                // falls towards the least delay, so this bounds it from above.
+                let late = delays[i] - (delays.min() ?? 0)
+                let wait = packet.presented - packet.arrival
+                if wait < min(40_000, 200_000 - late) - 1_000 {
+                    return "packet \(i) (delay \(delays[i] / 1000) ms) waits \(wait / 1000) ms"
+                }
+                // The first 2 s (of arrival) settle at once.
+                guard i > 0, packet.arrival - result[0].arrival >= mapper.settling else { continue }
+                // How much earlier than its predecessor's placement this packet is placed: the
+                // offset and the latency together, over the arrival time that passed.
+                let step = wait - (result[i - 1].presented - result[i - 1].arrival) + (delays[i] - delays[i - 1])
+                let elapsed = max(0, packet.arrival - latestArrival)
+                if step < -(elapsed * 6_000 / 1_000_000) - 2 {
+                    return "packet \(i) presented \(-step) µs earlier than the one before allows"
+                }
+            }
+            return nil
+        })
+        #expect(failure == nil, "\(failure.map(String.init(describing:)) ?? "")")
+    }
+}

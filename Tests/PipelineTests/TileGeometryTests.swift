@@ -116,3 +116,54 @@ struct TileGeometryTests {
         }
     }
 }
+
+struct DrawnSizeTests {
+    @Test("the size a tile draws a picture at, for choosing a simulcast layer")
+    func examples() {
+        let hd = PixelSize(width: 1280, height: 720)
+        func drawn(_ tile: Rect, _ mode: VideoFillMode, source: PixelSize = hd) -> PixelSize {
+            TileGeometry.drawnSize(of: source, in: tile, mode: mode)
+        }
+        // A 12-person 1080p grid's tile, same aspect: the tile's size in every mode.
+        for mode in VideoFillMode.allCases {
+            #expect(drawn(Rect(x: 0, y: 0, width: 480, height: 270), mode) == PixelSize(width: 480, height: 270))
+        }
+        // A square tile: COVER crops the sides, so the picture must be 640 high; CONTAIN
+        // letterboxes it at 640 wide; FILL squeezes the width and needs the height.
+        let square = Rect(x: 0, y: 0, width: 640, height: 640)
+        #expect(drawn(square, .cover) == PixelSize(width: 1138, height: 640))
+        #expect(drawn(square, .contain) == PixelSize(width: 640, height: 360))
+        #expect(drawn(square, .fill) == PixelSize(width: 1138, height: 640))
+        // The same need whichever layer is in use (the layer changes, the tile does not).
+        let half = PixelSize(width: 640, height: 360)
+        #expect(drawn(Rect(x: 0, y: 0, width: 480, height: 270), .cover, source: half) == PixelSize(width: 480, height: 270))
+        #expect(drawn(square, .contain, source: half) == PixelSize(width: 640, height: 360))
+        // A tile a little under a layer's size is covered by that layer.
+        #expect(drawn(Rect(x: 0, y: 0, width: 638, height: 358), .cover) == PixelSize(width: 638, height: 359))
+    }
+
+    @Test("a picture of the drawn size is never scaled up into its tile, and is the least such: one side is the tile's", arguments: sources)
+    func neverUpscaled(source: PixelSize) throws {
+        for tile in tiles {
+            for mode in VideoFillMode.allCases {
+                guard TileGeometry.place(source: source, in: tile, mode: mode) != nil else { continue }
+                let size = TileGeometry.drawnSize(of: source, in: tile, mode: mode)
+                #expect(size.width == tile.width || size.height == tile.height, "\(source) in \(tile) \(mode): \(size)")
+                // CONTAIN fits the picture inside the tile; COVER and FILL reach past both sides.
+                if mode == .contain {
+                    #expect(size.width <= tile.width && size.height <= tile.height + 1, "\(source) in \(tile) contain: \(size)")
+                } else {
+                    #expect(size.width >= tile.width && size.height >= tile.height, "\(source) in \(tile) \(mode): \(size)")
+                }
+                guard size.width >= 2, size.height >= 2 else { continue }   // too thin to place at all
+                let needed = try #require(TileGeometry.place(source: size, in: tile, mode: mode))
+                // Even crops and destinations move edges by up to 2 px.
+                #expect(needed.crop.width + 2 >= needed.destination.width && needed.crop.height + 2 >= needed.destination.height,
+                        "\(source) in \(tile) \(mode): drawn \(size), crop \(needed.crop) for \(needed.destination)")
+                // The aspect is kept (within the rounding up of one side).
+                #expect(abs(size.width * source.height - size.height * source.width) <= max(source.width, source.height),
+                        "\(source) in \(tile) \(mode): \(size) changes the aspect")
+            }
+        }
+    }
+}

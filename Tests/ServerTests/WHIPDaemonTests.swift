@@ -30,6 +30,9 @@ final class WHIPDaemonTests: XCTestCase {
     func testChromiumSimulcastComposesTheLargestLayer() throws {
         try run("chromium_simulcast_composes_the_largest_layer", tools: ["chromium"])
     }
+    func testChromiumSimulcastComposesTheLayerItsTileNeeds() throws {
+        try run("chromium_simulcast_composes_the_layer_its_tile_needs", tools: ["chromium"])
+    }
     func testChromiumVP8SimulcastComposesTheLargestLayer() throws {
         try run("chromium_vp8_simulcast_composes_the_largest_layer", tools: ["chromium"])
     }

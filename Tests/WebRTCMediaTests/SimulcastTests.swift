@@ -138,3 +138,153 @@ struct SimulcastLayerSelectorTests {
         #expect(selector.selected == Self.large && selector.switches == 5)
     }
 }
+
+struct SimulcastLayerFitTests {
+    static let small: UInt32 = 10, medium: UInt32 = 20, large: UInt32 = 30
+    static let q = PictureSize(width: 320, height: 180), h = PictureSize(width: 640, height: 360),
+               f = PictureSize(width: 1280, height: 720)
+
+    @Test("a wanted size: the smallest layer that covers it is composed, moved to at its keyframe, and the largest when none does")
+    func fitsTheWantedSize() {
+        var selector = SimulcastLayerSelector()
+        for ssrc in [Self.small, Self.medium, Self.large] { selector.packetReceived(ssrc: ssrc, now: 0) }
+        #expect(admitted(&selector, ssrc: Self.large, isKeyframe: true, pictureSize: Self.f, now: 0))
+        #expect(!admitted(&selector, ssrc: Self.medium, isKeyframe: true, pictureSize: Self.h, now: 0))
+        _ = selector.admit(ssrc: Self.small, isKeyframe: true, pictureSize: Self.q, now: 0)
+        // A 480x270 tile: the 640x360 layer covers it.
+        selector.wanted = PictureSize(width: 480, height: 270)
+        #expect(selector.target(now: 10) == Self.medium)
+        #expect(selector.wantsKeyframes(from: Self.medium, now: 10) && !selector.wantsKeyframes(from: Self.small, now: 10))
+        #expect(!admitted(&selector, ssrc: Self.small, isKeyframe: true, pictureSize: Self.q, now: 20), "too small")
+        #expect(admitted(&selector, ssrc: Self.large, isKeyframe: false, pictureSize: nil, now: 20), "in use until the switch")
+        #expect(admitted(&selector, ssrc: Self.medium, isKeyframe: true, pictureSize: Self.h, now: 30))
+        #expect(selector.selected == Self.medium && selector.target(now: 30) == nil)
+        #expect(!admitted(&selector, ssrc: Self.large, isKeyframe: true, pictureSize: Self.f, now: 40), "larger than needed")
+        // Exactly the layer's size still fits; one pixel more needs the next.
+        selector.wanted = PictureSize(width: 640, height: 360)
+        #expect(selector.target(now: 50) == nil)
+        selector.wanted = PictureSize(width: 640, height: 361)
+        #expect(selector.target(now: 50) == Self.large)
+        // Larger than every layer: the largest.
+        selector.wanted = PictureSize(width: 1920, height: 1080)
+        #expect(admitted(&selector, ssrc: Self.large, isKeyframe: true, pictureSize: Self.f, now: 60))
+        // No wanted size: the largest, as before.
+        selector.wanted = PictureSize(width: 100, height: 50)
+        #expect(selector.target(now: 70) == Self.small)
+        selector.wanted = nil
+        #expect(selector.target(now: 70) == nil && selector.selected == Self.large)
+    }
+
+    /// One step of a simulcast publisher's life as the selector sees it.
+    enum Step: CustomStringConvertible {
+        /// Time passes by `advance` µs, then each layer in `sending` sends a packet.
+        case packets(sending: [UInt32], advance: Int64)
+        case keyframe(UInt32)
+        case delta(UInt32)
+        case want(PictureSize?)
+
+        var description: String {
+            switch self {
+            case .packets(let sending, let advance): "packets(\(sending), +\(advance))"
+            case .keyframe(let ssrc): "keyframe(\(ssrc))"
+            case .delta(let ssrc): "delta(\(ssrc))"
+            case .want(let size): "want(\(size.map(\.description) ?? "largest"))"
+            }
+        }
+    }
+
+    static let sizes: [UInt32: PictureSize] = [small: q, medium: h, large: f]
+    static let wants: [PictureSize?] = [nil, PictureSize(width: 300, height: 170), PictureSize(width: 480, height: 270),
+                                        PictureSize(width: 640, height: 360), PictureSize(width: 960, height: 540),
+                                        PictureSize(width: 1920, height: 1080)]
+
+    static func generate(_ random: inout SeededGenerator) -> [Step] {
+        let ssrcs = [small, medium, large]
+        return (0..<Int.random(in: 5...80, using: &random)).map { _ in
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0...3:
+                return .packets(sending: ssrcs.filter { _ in Int.random(in: 0..<5, using: &random) > 0 },
+                                advance: [0, 30_000, 400_000, 1_500_000].randomElement(using: &random)!)
+            case 4...5: return .keyframe(ssrcs.randomElement(using: &random)!)
+            case 6...7: return .delta(ssrcs.randomElement(using: &random)!)
+            default: return .want(wants.randomElement(using: &random)!)
+            }
+        }
+    }
+
+    /// The model's ranking, stated as a sort key rather than a comparison: layers covering the
+    /// wanted size first, smallest first; then the others, largest first.
+    static func key(_ size: PictureSize, wanted: PictureSize?) -> (Int, Int) {
+        guard let wanted, size.width >= wanted.width, size.height >= wanted.height else { return (1, -size.area) }
+        return (0, size.area)
+    }
+
+    /// Runs `steps`; nil if every rule held, else what broke.
+    static func check(_ steps: [Step]) -> String? {
+        var selector = SimulcastLayerSelector(silenceTimeout: 1_000_000)
+        var now: Int64 = 0
+        var lastPacket: [UInt32: Int64] = [:]
+        var known: Set<UInt32> = []
+        var wanted: PictureSize?
+        func silent(_ ssrc: UInt32) -> Bool { lastPacket[ssrc].map { now - $0 > 1_000_000 } ?? true }
+        func best() -> (Int, Int)? {
+            known.filter { !silent($0) }.map { key(sizes[$0]!, wanted: wanted) }.min { $0 < $1 }
+        }
+        for (index, step) in steps.enumerated() {
+            let before = selector.selected
+            switch step {
+            case .packets(let sending, let advance):
+                now += advance
+                for ssrc in sending {
+                    selector.packetReceived(ssrc: ssrc, now: now)
+                    lastPacket[ssrc] = now
+                }
+            case .want(let size):
+                wanted = size
+                selector.wanted = size
+            case .delta(let ssrc):
+                lastPacket[ssrc] = lastPacket[ssrc] ?? now   // the selector learns of a layer from its frames too
+                if selector.admit(ssrc: ssrc, isKeyframe: false, pictureSize: nil, now: now) != (ssrc == before) {
+                    return "step \(index): a delta frame of \(ssrc) delivered while \(before.map(String.init) ?? "none") is in use"
+                }
+                if selector.selected != before { return "step \(index): a delta frame switched layers" }
+            case .keyframe(let ssrc):
+                lastPacket[ssrc] = lastPacket[ssrc] ?? now
+                known.insert(ssrc)
+                let admitted = selector.admit(ssrc: ssrc, isKeyframe: true, pictureSize: sizes[ssrc], now: now)
+                if admitted != (selector.selected == ssrc) { return "step \(index): admitted \(admitted), selected \(String(describing: selector.selected))" }
+                if let before, before != ssrc, !silent(before),
+                   key(sizes[ssrc]!, wanted: wanted) >= key(sizes[before]!, wanted: wanted), admitted {
+                    return "step \(index): moved from \(before) to \(ssrc), no better for \(String(describing: wanted))"
+                }
+                if let best = best(), key(sizes[ssrc]!, wanted: wanted) == best, !silent(ssrc),
+                   let selected = selector.selected, key(sizes[selected]!, wanted: wanted) != best {
+                    return "step \(index): the best layer's keyframe (\(ssrc)) was not taken; \(selected) stays"
+                }
+            }
+            guard let selected = selector.selected else { continue }
+            // What the owner is told to ask for.
+            let target = selector.target(now: now)
+            if !selector.wantsKeyframes(from: selected, now: now) { return "step \(index): no keyframes wanted from the layer in use" }
+            for ssrc in known where ssrc != selected && selector.wantsKeyframes(from: ssrc, now: now) && ssrc != target {
+                return "step \(index): keyframes wanted from \(ssrc), neither in use nor the target \(String(describing: target))"
+            }
+            if let target {
+                if target == selected || silent(target) { return "step \(index): target \(target) in use or silent" }
+                guard let best = best(), key(sizes[target]!, wanted: wanted) == best else {
+                    return "step \(index): target \(target) is not the best layer sending"
+                }
+            } else if let best = best(), silent(selected) || key(sizes[selected]!, wanted: wanted) > best {
+                return "step \(index): \(selected) in use, a better layer sends, and no target"
+            }
+        }
+        return nil
+    }
+
+    @Test("generated sequences of packets, keyframes, silences and wanted sizes: the rules hold (seed printed on failure)")
+    func generatedSequences() {
+        let failure = PropertyCheck.check(seeds: PropertyCheck.seeds(count: 3_000, base: 26_100_000),
+                                          generate: Self.generate, property: Self.check)
+        #expect(failure == nil, "\(failure.map(String.init(describing:)) ?? "")")
+    }
+}

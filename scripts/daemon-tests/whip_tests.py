@@ -395,11 +395,14 @@ def chromium_fixture(d, **options):
     return json.loads(made.stdout.strip().splitlines()[-1])
 
 
-def chromium_publishing(d, files, user, *args, record_individually=False):
+def chromium_publishing(d, files, user, *args, record_individually=False, size=None):
     """A composition waiting on an empty stage (recording to storage), and headless Chromium
     publishing the fixture to it over WHIP: (composition ARN, token, the whip_chromium.py process).
-    `record_individually`: the stage also records each publisher on its own."""
+    `record_individually`: the stage also records each publisher on its own. `size`: the
+    composition's (width, height) instead of the live tests' small one."""
     enc, sto = setup_encoder_and_storage(d)
+    if size:
+        enc = encoder_of_size(d, size)
     if record_individually:
         recording = {"storageConfigurationArn": sto, "mediaTypes": ["AUDIO_VIDEO"], "hlsConfiguration": {"targetSegmentDurationSeconds": 2},
                      "thumbnailConfiguration": {"recordingMode": "DISABLED"}}
@@ -415,6 +418,12 @@ def chromium_publishing(d, files, user, *args, record_individually=False):
                                 "--token", tok["token"], "--video", files["video"], "--audio", files["audio"], *args],
                                stdout=subprocess.PIPE, stderr=log, text=True)
     return composition["arn"], tok, browser
+
+
+def encoder_of_size(d, size):
+    """An encoder configuration of `size` (width, height) at 30 fps."""
+    return d.cli("create-encoder-configuration", "--name", f"e{size[0]}x{size[1]}", "--video",
+                 f"width={size[0]},height={size[1]},framerate=30,bitrate=1000000")["encoderConfiguration"]["arn"]
 
 
 def chromium_result(browser, watch):
@@ -855,11 +864,62 @@ def test_chromium_vp8_simulcast_composes_the_largest_layer(d):
     chromium_simulcast(d, "vp8")
 
 
+def test_chromium_simulcast_composes_the_layer_its_tile_needs(d):
+    """Headless Chromium publishes a 640x360 picture in two simulcast layers (320x180 and
+    640x360). A 320x180 composition's one tile is covered by the half-size layer, and the
+    daemon composes that one: Chromium is asked for its keyframe and the larger layer's frames
+    are not decoded. A second composition of the stage at 640x360 needs the full picture: the
+    daemon moves up to it; once that composition stops, back down. Followed in the
+    participant's metrics (the size of the layer delivered to the decoders)."""
+    files = chromium_fixture(d, color="0,255,0", tone_hz=550, flash_every=0, duration=2, width=640, height=360)
+    d.reconfigure(idle=30.0)
+    d.start()
+    arn, tok, browser = chromium_publishing(d, files, "fitting-browser", "--simulcast", "h:2,f:1", "--duration", "40", "--timeout", "100")
+    stage_arn = d.cli("get-composition", "--arn", arn)["composition"]["stageArn"]
+    widths = []
+
+    def width_now():
+        return metric(d, "stage_compositor_whip_video_width", tok["participantId"])
+
+    def wait_for_width(wanted, within):
+        deadline = time.time() + within
+        while time.time() < deadline and browser.poll() is None:
+            width = width_now()
+            if not widths or widths[-1] != width:
+                widths.append(width)
+            if width == wanted:
+                return True
+            time.sleep(0.25)
+        return False
+
+    def watch():
+        check(wait_for_width(320, 30), f"the 320x180 composition's tile is covered by the half-size layer: widths {widths}")
+        big = d.cli("start-composition", "--stage-arn", stage_arn, "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": d.cli("list-storage-configurations")["storageConfigurations"][0]["arn"],
+                     "encoderConfigurationArns": [encoder_of_size(d, (640, 360))]}}]))["composition"]["arn"]
+        wait_state(d, big, {"ACTIVE"})
+        check(wait_for_width(640, 10), f"a 640x360 composition of the same stage needs the full-size layer: widths {widths}")
+        d.cli("stop-composition", "--arn", big)
+        check(wait_for_width(320, 10), f"with it stopped, the half-size layer again: widths {widths}")
+        others = metric(d, "stage_compositor_whip_frames_of_other_layers", tok["participantId"])
+        switches = metric(d, "stage_compositor_whip_simulcast_switches", tok["participantId"])
+        check(others > 0 and switches >= 2, f"the other layer's frames are received, not decoded; switches {switches}, others {others}")
+        print(f"Chromium simulcast, layer delivered as the compositions changed: widths {widths}, switches {switches}")
+        browser.terminate()
+    try:
+        watch()
+    finally:
+        if browser.poll() is None:
+            browser.kill()
+        browser.wait()
+    d.cli("stop-composition", "--arn", arn)
+
+
 def chromium_simulcast(d, codec):
     """Headless Chromium publishes two simulcast layers, listed smallest first (rid h at half
-    size, then rid f at full size), as many pages do: the daemon receives both and composes
-    the full-size one (a declined offer would make Chromium send only its first, smallest,
-    encoding). The page switches f off from 4 s to 8 s after connecting, as a sender does when
+    size, then rid f at full size), as many pages do: the daemon receives both and, for a
+    640x360 composition whose one tile needs the full picture, composes the full-size one (a
+    declined offer would make Chromium send only its first, smallest, encoding). The page switches f off from 4 s to 8 s after connecting, as a sender does when
     its bandwidth falls: the daemon falls back to h and returns to f. Checked in the
     participant's metrics while it publishes (layers seen, the size delivered, over time)
     against the page's own outbound statistics, and in the composite."""
@@ -867,7 +927,7 @@ def chromium_simulcast(d, codec):
     d.reconfigure(idle=20.0)
     d.start()
     arn, tok, browser = chromium_publishing(d, files, "simulcast-browser", "--simulcast", "h:2,f:1", "--pause-layer", "f:4:8", "--video-codec", codec, "--duration", "14",
-                                            "--timeout", "90", record_individually=codec == "h264")
+                                            "--timeout", "90", record_individually=codec == "h264", size=(640, 360))
     seen = {"layers": 0.0, "width": 0.0, "height": 0.0, "switches": 0.0, "others": 0.0}
     delivered_widths = []
 

@@ -131,7 +131,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
     let ingest = configuration.ingest
     let hub = LiveStageHub(clock: dependencies.liveClock, settings: LiveMediaSettings(
-        latency: Int64(ingest.latencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000),
+        latency: Int64(ingest.latencyMs) * 1000, minimumLatency: Int64(ingest.minimumLatencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000),
         keyframeCacheBytes: ingest.keyframeCacheBytes, keyframeCachePackets: ingest.keyframeCachePackets))
     let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics, hub: hub)
     var events: any EventSink
@@ -330,7 +330,8 @@ func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHu
         configuration: WebRTCIngestConfiguration(host: whip.host, port: whip.port, advertisedHost: whip.advertisedHost,
                                                  advertisedPort: whip.advertisedPort, session: session,
                                                  maxSessions: whip.maxSessions, maxSessionsPerAddress: whip.maxSessionsPerAddress,
-                                                 acceptSimulcast: whip.acceptSimulcast),
+                                                 acceptSimulcast: whip.acceptSimulcast,
+                                                 simulcastLayerFitsTiles: whip.simulcastLayerFitsTiles),
         certificate: try DTLSCertificate.generate(), clock: HubClockReading(clock: hub.clock),
         observer: WHIPMetricsObserver(metrics: metrics), logger: whipLogger)
 }

@@ -295,9 +295,13 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             /// Base URL publishers POST to, in the stages' `endpoints.whip` (default: the API
             /// listener's, `http://host:port`).
             public var publicURL: String?
-            /// Receive every layer of a simulcast publisher and compose the largest; when
-            /// false, simulcast is declined and a browser sends only its first encoding.
+            /// Receive every layer of a simulcast publisher; when false, simulcast is declined
+            /// and a browser sends only its first encoding.
             public var acceptSimulcast: Bool
+            /// Compose the smallest simulcast layer that covers every tile showing the
+            /// publisher (a 12-person grid decodes half- or quarter-size layers); when false,
+            /// always the largest. Recordings and replicas of a participant take the largest.
+            public var simulcastLayerFitsTiles: Bool
             /// WHIP sessions at once, and per client address (the HTTP peer that POSTed the
             /// offer); beyond either, a POST gets 429 and nothing is allocated.
             public var maxSessions: Int
@@ -310,8 +314,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
             public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 1937, advertisedHost: String? = nil,
                         advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil,
-                        acceptSimulcast: Bool = true, maxSessions: Int = 256, maxSessionsPerAddress: Int = 32,
-                        maxStreamsPerSession: Int = 16, dtlsDatagramBurst: Int = 24, dtlsDatagramsPerSecond: Int = 8) {
+                        acceptSimulcast: Bool = true, simulcastLayerFitsTiles: Bool = true, maxSessions: Int = 256,
+                        maxSessionsPerAddress: Int = 32, maxStreamsPerSession: Int = 16, dtlsDatagramBurst: Int = 24,
+                        dtlsDatagramsPerSecond: Int = 8) {
+                self.simulcastLayerFitsTiles = simulcastLayerFitsTiles
                 self.maxStreamsPerSession = maxStreamsPerSession
                 self.dtlsDatagramBurst = dtlsDatagramBurst
                 self.dtlsDatagramsPerSecond = dtlsDatagramsPerSecond
@@ -338,6 +344,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 consentTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .consentTimeoutSeconds) ?? d.consentTimeoutSeconds
                 publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
                 acceptSimulcast = try c.decodeIfPresent(Bool.self, forKey: .acceptSimulcast) ?? d.acceptSimulcast
+                simulcastLayerFitsTiles = try c.decodeIfPresent(Bool.self, forKey: .simulcastLayerFitsTiles) ?? d.simulcastLayerFitsTiles
                 maxSessions = try c.decodeIfPresent(Int.self, forKey: .maxSessions) ?? d.maxSessions
                 maxSessionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxSessionsPerAddress) ?? d.maxSessionsPerAddress
                 maxStreamsPerSession = try c.decodeIfPresent(Int.self, forKey: .maxStreamsPerSession) ?? d.maxStreamsPerSession
@@ -358,8 +365,13 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// Host name or address publishers use, in the stages' `endpoints` (default: the
         /// listener's host).
         public var publicHost: String?
-        /// The jitter allowance: every publisher is shown this long after its media arrives.
+        /// The jitter allowance, at most: a publisher is shown this long after its least-delayed
+        /// media arrives, or less when its packets come on time (see `minimumLatencyMs`).
         public var latencyMs: Int
+        /// The jitter allowance, at least: each publisher's is measured from how late its
+        /// packets arrive (the latest of the last 5–10 s, plus 40 ms for the composition's
+        /// tick), between this and `latencyMs`. Equal to `latencyMs`: fixed for everyone.
+        public var minimumLatencyMs: Int
         /// No video for this long shows a publisher as stopped video.
         public var videoStoppedAfterSeconds: Double
         /// A publisher above this (averaged over 5 s) is disconnected with BITRATE_EXCEEDED.
@@ -382,7 +394,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
         public init(rtmp: Listener = Listener(port: 1935), rtmps: Listener = Listener(port: 1936), whip: WHIP = WHIP(),
                     certificateFile: String? = nil, privateKeyFile: String? = nil, publicHost: String? = nil,
-                    latencyMs: Int = 200, videoStoppedAfterSeconds: Double = 3, maxBitrate: Int = 8_500_000,
+                    latencyMs: Int = 200, minimumLatencyMs: Int = 40, videoStoppedAfterSeconds: Double = 3,
+                    maxBitrate: Int = 8_500_000,
                     handshakeTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 10, maxConnections: Int = 1_000,
                     maxConnectionsPerAddress: Int = 50, maxMessagesPerSecondBurst: Int = 5_000, maxMessagesPerSecond: Int = 1_000,
                     keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
@@ -399,6 +412,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             self.privateKeyFile = privateKeyFile
             self.publicHost = publicHost
             self.latencyMs = latencyMs
+            self.minimumLatencyMs = minimumLatencyMs
             self.videoStoppedAfterSeconds = videoStoppedAfterSeconds
             self.maxBitrate = maxBitrate
             self.handshakeTimeoutSeconds = handshakeTimeoutSeconds
@@ -415,6 +429,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             privateKeyFile = try c.decodeIfPresent(String.self, forKey: .privateKeyFile)
             publicHost = try c.decodeIfPresent(String.self, forKey: .publicHost)
             latencyMs = try c.decodeIfPresent(Int.self, forKey: .latencyMs) ?? d.latencyMs
+            // A configuration that names only the (formerly fixed) latency below the default
+            // minimum keeps it fixed.
+            minimumLatencyMs = try c.decodeIfPresent(Int.self, forKey: .minimumLatencyMs) ?? min(d.minimumLatencyMs, latencyMs)
             videoStoppedAfterSeconds = try c.decodeIfPresent(Double.self, forKey: .videoStoppedAfterSeconds) ?? d.videoStoppedAfterSeconds
             maxBitrate = try c.decodeIfPresent(Int.self, forKey: .maxBitrate) ?? d.maxBitrate
             handshakeTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .handshakeTimeoutSeconds) ?? d.handshakeTimeoutSeconds
@@ -739,6 +756,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             problems.append("ingest.certificateFile/privateKeyFile: give both or neither")
         }
         if !(0...5_000).contains(i.latencyMs) { problems.append("ingest.latencyMs: \(i.latencyMs) is outside 0...5000") }
+        if i.minimumLatencyMs < 0 || i.minimumLatencyMs > i.latencyMs {
+            problems.append("ingest.minimumLatencyMs: \(i.minimumLatencyMs) is outside 0...\(i.latencyMs) (ingest.latencyMs is the most)")
+        }
         if !(i.videoStoppedAfterSeconds > 0) { problems.append("ingest.videoStoppedAfterSeconds: must be positive") }
         if i.maxBitrate < 100_000 { problems.append("ingest.maxBitrate: must be at least 100000") }
         if !(i.handshakeTimeoutSeconds > 0) { problems.append("ingest.handshakeTimeoutSeconds: must be positive") }

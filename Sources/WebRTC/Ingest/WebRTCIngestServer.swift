@@ -35,12 +35,16 @@ public struct WebRTCIngestConfiguration: Sendable {
     /// (`tooManySessions`) before any session state exists.
     public var maxSessions: Int
     public var maxSessionsPerAddress: Int
-    /// Answer simulcast offers with every layer (the largest is composed), else decline.
+    /// Answer simulcast offers with every layer, else decline.
     public var acceptSimulcast: Bool
+    /// Compose the smallest simulcast layer that covers every tile showing the publisher;
+    /// when false, always the largest.
+    public var simulcastLayerFitsTiles: Bool
 
     public init(host: String = "127.0.0.1", port: Int = 0, advertisedHost: String? = nil, advertisedPort: Int? = nil,
                 session: WebRTCSessionConfiguration = WebRTCSessionConfiguration(), maxSessions: Int = 256,
-                maxSessionsPerAddress: Int = 32, acceptSimulcast: Bool = true) {
+                maxSessionsPerAddress: Int = 32, acceptSimulcast: Bool = true, simulcastLayerFitsTiles: Bool = true) {
+        self.simulcastLayerFitsTiles = simulcastLayerFitsTiles
         self.maxSessionsPerAddress = maxSessionsPerAddress
         self.host = host
         self.port = port
@@ -127,7 +131,8 @@ public final class WebRTCIngestServer: Service, Sendable {
     public func run() async throws {
         defer { releaseWaiters() }
         let table = SessionTable(certificate: certificate, configuration: configuration.session, clock: clock,
-                                 observer: observer, counts: counts, logger: logger)
+                                 observer: observer, counts: counts, layerFitsTiles: configuration.simulcastLayerFitsTiles,
+                                 logger: logger)
         let channel: any Channel
         do {
             channel = try await DatagramBootstrap(group: group)
@@ -306,11 +311,14 @@ final class SessionTable: @unchecked Sendable {
     private var lastTickEnd: Int64?
     private var lag: (windowStart: Int64, max: Int64) = (0, 0)
     static let tickInterval: Int64 = 10_000
+    /// Simulcast: compose the smallest layer covering the publisher's tiles, not the largest.
+    private let layerFitsTiles: Bool
     private var byUfrag: [String: Entry] = [:]
     private var byAddress: [TransportAddress: Entry] = [:]
 
     init(certificate: DTLSCertificate, configuration: WebRTCSessionConfiguration, clock: any MediaClockReading,
-         observer: (any WebRTCIngestObserver)?, counts: SessionCounts, logger: Logger) {
+         observer: (any WebRTCIngestObserver)?, counts: SessionCounts, layerFitsTiles: Bool, logger: Logger) {
+        self.layerFitsTiles = layerFitsTiles
         self.counts = counts
         self.certificate = certificate
         self.configuration = configuration
@@ -320,6 +328,16 @@ final class SessionTable: @unchecked Sendable {
     }
 
     var count: Int { byID.count }
+
+    /// The consumers' combined demand as the size a simulcast layer must cover; nil inside
+    /// means the largest, and no answer (`.none`: nobody shows the picture) keeps the layer.
+    static func wantedVideoSize(_ demand: LiveVideoDemand) -> (width: Int, height: Int)?? {
+        switch demand {
+        case .largest: .some(nil)
+        case .atLeast(let width, let height): .some((width, height))
+        case .none: nil
+        }
+    }
 
     func count(clientAddress: String) -> Int { byID.values.count { $0.clientAddress == clientAddress } }
 
@@ -386,6 +404,10 @@ final class SessionTable: @unchecked Sendable {
         for entry in Array(byID.values) {
             if entry.forwarder.publisher.takeKeyframeRequest() {
                 entry.session.requestKeyframe()
+                entry.nextDeadline = now
+            }
+            if layerFitsTiles, let wanted = Self.wantedVideoSize(entry.forwarder.publisher.videoDemand),
+               entry.session.setWantedVideoSize(wanted) {
                 entry.nextDeadline = now
             }
             if let deadline = entry.nextDeadline, deadline <= now {

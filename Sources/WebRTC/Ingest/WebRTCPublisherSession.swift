@@ -183,6 +183,13 @@ public final class WebRTCPublisherSession {
         receiver.requestKeyframe()
     }
 
+    /// How large the publisher's picture is drawn (nil: compose its largest simulcast layer).
+    /// True if the layer to compose changed: poll now to ask it for a keyframe.
+    @discardableResult
+    public func setWantedVideoSize(_ size: (width: Int, height: Int)?) -> Bool {
+        receiver.setWantedVideoSize(size.map { PictureSize(width: $0.width, height: $0.height) })
+    }
+
     /// Timers: ICE consent, DTLS retransmissions, NACKs, reports, keyframe requests.
     public func poll(now: Int64) -> [WebRTCSessionOutput] {
         guard !ended else { return [] }

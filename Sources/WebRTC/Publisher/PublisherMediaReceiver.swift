@@ -11,7 +11,8 @@
 // so an SSRC the offer did not announce (as browsers send) is still received. A simulcast
 // publisher sends each video layer on its own SSRC, named by the rid header extension; each
 // is received, repaired and depacketized as a stream of its own, and one of them, the
-// largest (`SimulcastLayerSelector`), is delivered.
+// smallest that covers the size it is drawn at, else the largest (`SimulcastLayerSelector`),
+// is delivered.
 
 public import WebRTCMedia
 public import WebRTCSignal
@@ -300,6 +301,18 @@ public struct PublisherMediaReceiver: Sendable {
         for ssrc in tracks.keys {
             tracks[ssrc]?.keyframes?.keyframeNeeded()
         }
+    }
+
+    /// The size the publisher's picture is drawn at now (nil: the largest layer): a simulcast
+    /// publisher's smallest layer that covers it is composed, moved to at its next keyframe,
+    /// which the next poll asks for. Without simulcast there is one picture and this is kept
+    /// for nothing. True if the layer to compose changed (poll soon).
+    @discardableResult
+    public mutating func setWantedVideoSize(_ size: PictureSize?) -> Bool {
+        guard layers != nil, layers?.wanted != size else { return false }
+        let before = layers?.target(now: lastNow)
+        layers?.wanted = size
+        return layers?.target(now: lastNow) != before
     }
 
     /// Timers: releases held packets, sends NACKs, keyframe requests, REMB and reports.

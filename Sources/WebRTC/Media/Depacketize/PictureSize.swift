@@ -13,7 +13,11 @@ public struct PictureSize: Sendable, Equatable, CustomStringConvertible {
         self.height = height
     }
 
-    public var area: Int { width * height }
+    /// Width × height (saturating: the sizes come from the network).
+    public var area: Int {
+        let (product, overflow) = width.multipliedReportingOverflow(by: height)
+        return overflow ? .max : product
+    }
     public var description: String { "\(width)x\(height)" }
 }
 

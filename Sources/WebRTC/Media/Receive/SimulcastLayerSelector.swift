@@ -1,14 +1,20 @@
 // Which layer of a simulcast publisher is composed. A browser sends each layer on its own
-// SSRC; the compositor decodes one. It takes the largest picture it has seen a keyframe of,
-// moves up when a larger layer's keyframe arrives (a sender that gains bandwidth turns its
-// upper layers on, each starting with a keyframe), and down when the layer in use goes
-// silent (a sender that loses bandwidth turns it off), at the next keyframe of any layer
-// still sending, while asking the largest of them for one. Switching only at keyframes
-// keeps the decoder on a clean picture; the other layers' frames are dropped before decoding.
+// SSRC; the compositor decodes one: the smallest that covers the size it is drawn at
+// (`wanted`, from the tiles showing the publisher), or the largest when nothing smaller
+// covers it or no size is wanted (a recording, a replica). Layers are ranked by that rule:
+// it moves to a better layer at that layer's keyframe (a sender that gains bandwidth turns
+// its upper layers on, each starting with a keyframe; a tile that shrinks asks the smaller
+// layer for one), and when the layer in use goes silent (a sender that loses bandwidth turns
+// it off) to the next keyframe of any layer still sending, while asking the best of them for
+// one. Switching only at keyframes keeps the decoder on a clean picture; the other layers'
+// frames are dropped before decoding.
 
 public struct SimulcastLayerSelector: Sendable, Equatable {
     /// A layer that sent nothing for this long (µs) is taken as switched off.
     public var silenceTimeout: Int64
+    /// The size the picture is drawn at: the smallest layer at least this large in both
+    /// dimensions is composed. Nil: the largest.
+    public var wanted: PictureSize?
 
     struct Layer: Sendable, Equatable {
         /// Of its latest keyframe; nil before the first one.
@@ -22,8 +28,9 @@ public struct SimulcastLayerSelector: Sendable, Equatable {
     /// Changes of layer after the first choice.
     public private(set) var switches: Int64 = 0
 
-    public init(silenceTimeout: Int64 = 1_000_000) {
+    public init(silenceTimeout: Int64 = 1_000_000, wanted: PictureSize? = nil) {
         self.silenceTimeout = silenceTimeout
+        self.wanted = wanted
     }
 
     public var layerCount: Int { layers.count }
@@ -46,7 +53,7 @@ public struct SimulcastLayerSelector: Sendable, Equatable {
         if ssrc == selected { return true }
         guard isKeyframe else { return false }
         if let current = selected, let inUse = layers[current], !isSilent(inUse, now: now),
-           (layer.pictureSize?.area ?? 0) <= (inUse.pictureSize?.area ?? 0) {
+           !isBetter(layer.pictureSize, than: inUse.pictureSize) {
             return false
         }
         if selected != nil { switches += 1 }
@@ -62,21 +69,42 @@ public struct SimulcastLayerSelector: Sendable, Equatable {
         return target(now: now) == ssrc
     }
 
-    /// The layer to move to at its next keyframe, which the owner should ask for: the largest
-    /// still sending, when the one in use went silent or is smaller (after a fall back to the
-    /// first keyframe that came).
+    /// The layer to move to at its next keyframe, which the owner should ask for: the best
+    /// still sending, when the one in use went silent or is worse (after a fall back to the
+    /// first keyframe that came, or after `wanted` changed).
     public func target(now: Int64) -> UInt32? {
         guard let current = selected, let inUse = layers[current] else { return nil }
         let silent = isSilent(inUse, now: now)
-        let inUseArea = inUse.pictureSize?.area ?? 0
-        return layers.filter { entry in
-            guard entry.key != current, !isSilent(entry.value, now: now), let size = entry.value.pictureSize else { return false }
-            return silent || size.area > inUseArea
+        var best: (ssrc: UInt32, size: PictureSize)?
+        for (ssrc, layer) in layers where ssrc != current && !isSilent(layer, now: now) {
+            guard let size = layer.pictureSize, silent || isBetter(size, than: inUse.pictureSize) else { continue }
+            if let chosen = best {
+                // Equally good: the lower SSRC, so the choice does not depend on table order.
+                if isBetter(chosen.size, than: size) || (!isBetter(size, than: chosen.size) && chosen.ssrc < ssrc) { continue }
+            }
+            best = (ssrc, size)
         }
-        .max { ($0.value.pictureSize?.area ?? 0, $1.key) < ($1.value.pictureSize?.area ?? 0, $0.key) }?.key
+        return best?.ssrc
+    }
+
+    /// `a` serves the wanted size better than `b`: covering it beats not covering it; among
+    /// layers that cover it the smaller is better, among those that do not the larger.
+    func isBetter(_ a: PictureSize?, than b: PictureSize?) -> Bool {
+        let a = a ?? PictureSize(width: 0, height: 0), b = b ?? PictureSize(width: 0, height: 0)
+        guard let wanted else { return a.area > b.area }
+        let aCovers = a.covers(wanted), bCovers = b.covers(wanted)
+        if aCovers != bCovers { return aCovers }
+        return aCovers ? a.area < b.area : a.area > b.area
     }
 
     private func isSilent(_ layer: Layer, now: Int64) -> Bool {
-        now - layer.lastPacketAt > silenceTimeout
+        now &- layer.lastPacketAt > silenceTimeout
+    }
+}
+
+extension PictureSize {
+    /// At least as large as `other` in both dimensions.
+    public func covers(_ other: PictureSize) -> Bool {
+        width >= other.width && height >= other.height
     }
 }
