@@ -2,8 +2,8 @@
 """Live composition benchmark (release build): real RTMP publishers, real daemon.
 
   density   N compositions at once, each of its own stage with 4 x 1280x720@30 publishers
-            (ffmpeg pushing pre-encoded files with -re -c copy, so they cost almost
-            nothing), each composed to 1280x720@30 at 2.5 Mbps and pushed to nginx-rtmp.
+            (ffmpeg pushing pre-encoded camera-like files with -re -c copy, so they cost
+            almost nothing; LIVE_BENCH_CONTENT=flat: test patterns), each composed to 1280x720@30 at 2.5 Mbps and pushed to nginx-rtmp.
             For N = 1, 2, ... it reports the daemon's CPU seconds per output second per
             composition, frames dropped (lagged) and RSS, and stops at the first N that drops.
   latency   glass-to-glass: a publisher whose frames carry the wall-clock time they were
@@ -39,9 +39,23 @@ WORK = os.path.join(HERE, ".work", "live")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def prepare_inputs(seconds=60):
-    """Four 720p30 H.264/AAC FLV files with distinct pictures and tones, 2 s GOPs, no B-frames."""
+def prepare_inputs(seconds=60, content=None):
+    """Four 720p30 H.264/AAC FLV files with distinct pictures and tones, 2 s GOPs, no B-frames:
+    camera-like by default (scripts/make-fixture.sh --content camera: a photograph each, panned
+    and zoomed slowly, with sensor noise, at a webcam's 2.5 Mbit/s), or the flat test patterns
+    of earlier runs (--content flat, LIVE_BENCH_CONTENT=flat)."""
+    content = content or os.environ.get("LIVE_BENCH_CONTENT", "camera")
     os.makedirs(WORK, exist_ok=True)
+    if content == "camera":
+        directory = os.path.join(WORK, f"camera-4x720p-{seconds}")
+        if not os.path.exists(os.path.join(directory, "manifest.json")):
+            subprocess.run([os.path.join(REPO, "scripts", "make-fixture.sh"), "--content", "camera", "--out", directory,
+                            "--participants", "4", "--size", "1280x720", "--duration", str(seconds), "--container", "flv"],
+                           check=True, stdout=subprocess.DEVNULL)
+        files = sorted(os.path.join(root, name) for root, _, names in os.walk(directory) for name in names if name.endswith(".flv"))
+        if len(files) != 4:
+            raise RuntimeError(f"expected 4 FLV files in {directory}, found {files}")
+        return files
     sources = ["testsrc2=size=1280x720:rate=30", "smptehdbars=size=1280x720:rate=30",
                "testsrc=size=1280x720:rate=30", "rgbtestsrc=size=1280x720:rate=30"]
     files = []

@@ -16,7 +16,11 @@
 # --repeat N runs them alternately N times and reports the medians (CPU time on a shared VM
 # varies by +-20 % from run to run; alternating spreads that over all of them).
 # --scenario hidden compares ours with and without decoding stopped participants' video.
-# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all|flat|hidden]
+# --scenario simulcast: a 12-person 1080p grid of 720p simulcast publishers, composed from their
+# 1280x720 layers (without the rule that picks the smallest layer covering the tile) and from
+# their 640x360 layers (with it: the tiles are 478x268); the same media path a live composition
+# decodes with (benchmarks/simulcast_bench.py shows the rule choosing the layer live).
+# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all|flat|hidden|simulcast]
 #                          [--content camera|flat] [--repeat N] [--long MINUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +41,9 @@ while (($#)); do
   esac
 done
 case $scenario in
-  a | b | all | hidden) ;;
+  a | b | all | hidden | simulcast) ;;
   flat) content=flat ;;
-  *) echo "unknown scenario $scenario (a, b, all, flat, hidden)" >&2; exit 2 ;;
+  *) echo "unknown scenario $scenario (a, b, all, flat, hidden, simulcast)" >&2; exit 2 ;;
 esac
 [[ $content == camera || $content == flat ]] || { echo "--content: camera or flat, not $content" >&2; exit 2; }
 
@@ -373,6 +377,20 @@ PY
     second_runs+=("$(measure "${compose[@]}" --decode-hidden-video)")
   done
   report_pair "hidden skipped" "hidden decoded" "skipped / decoded"
+fi
+if [[ $scenario == simulcast ]]; then
+  full=$(make_inputs simulcast-full 12 1280x720)
+  half=$(make_inputs b 12 640x360)
+  echo "scenario simulcast ($content): 12 x 720p simulcast publishers -> 1920x1080@30, ${duration} s: their 1280x720 layers, then their 640x360 layers"
+  first_runs=() second_runs=()
+  for ((r = 0; r < repeat; r++)); do
+    rm -rf "$work/out-simulcast"
+    first_runs+=("$(measure "$bin" compose --stage "$full" --encoder 1920x1080@30:6000000 --out "$work/out-simulcast" --pace fast "${compose_args[@]}")")
+    rm -rf "$work/out-simulcast"
+    second_runs+=("$(measure "$bin" compose --stage "$half" --encoder 1920x1080@30:6000000 --out "$work/out-simulcast" --pace fast "${compose_args[@]}")")
+  done
+  rm -rf "$work/out-simulcast"
+  report_pair "full layers" "half layers" "full / half layers"
 fi
 if [[ -n $long ]]; then
   # Steady memory: RSS at 1 minute and at $long minutes of output, same composition.

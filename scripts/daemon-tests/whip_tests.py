@@ -426,6 +426,19 @@ def encoder_of_size(d, size):
                  f"width={size[0]},height={size[1]},framerate=30,bitrate=1000000")["encoderConfiguration"]["arn"]
 
 
+def stop_browser(browser):
+    """Ends a whip_chromium.py still running: SIGTERM, on which it closes Chromium's process
+    group (killed at once, it would leave Chromium running), then SIGKILL after 30 s."""
+    if browser.poll() is not None:
+        return
+    browser.terminate()
+    try:
+        browser.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        browser.kill()
+        browser.wait()
+
+
 def chromium_result(browser, watch):
     """Runs `watch()` while Chromium publishes, then returns its JSON result, checked to be a
     201 and connected; Chromium never outlives the test."""
@@ -433,9 +446,7 @@ def chromium_result(browser, watch):
         watch()
         out, _ = browser.communicate(timeout=120)
     finally:
-        if browser.poll() is None:
-            browser.kill()
-            browser.wait()
+        stop_browser(browser)
     result = json.loads(out.strip().splitlines()[-1])
     check(result.get("ok") and result.get("status") == 201, f"chromium: {result}")
     return result
@@ -905,13 +916,10 @@ def test_chromium_simulcast_composes_the_layer_its_tile_needs(d):
         switches = metric(d, "stage_compositor_whip_simulcast_switches", tok["participantId"])
         check(others > 0 and switches >= 2, f"the other layer's frames are received, not decoded; switches {switches}, others {others}")
         print(f"Chromium simulcast, layer delivered as the compositions changed: widths {widths}, switches {switches}")
-        browser.terminate()
     try:
         watch()
     finally:
-        if browser.poll() is None:
-            browser.kill()
-        browser.wait()
+        stop_browser(browser)
     d.cli("stop-composition", "--arn", arn)
 
 

@@ -111,6 +111,7 @@ def main():
     p.add_argument("--barcode-epoch-ms", type=float,
                    help="instead of the fake devices: a canvas showing the ms since this wall-clock epoch (latency benchmark)")
     p.add_argument("--size", default="1280x720", help="canvas size with --barcode-epoch-ms")
+    p.add_argument("--capture-size", default="", help="WxH or WxH@FPS the page opens the fake camera at (default 640x360@30)")
     p.add_argument("--duration", type=float, default=10.0, help="seconds to publish after connecting")
     p.add_argument("--video-codec", choices=("h264", "vp8"), default="h264")
     p.add_argument("--simulcast", default="", help="simulcast layers as rid:scaleResolutionDownBy,... in sendEncodings order (e.g. h:2,f:1)")
@@ -152,6 +153,7 @@ def main():
          **({"pause": args.pause_layer} if args.pause_layer else {}),
          **({"measure": "flash"} if args.measure_flash else {}),
          **({"captime": "1"} if args.capture_time else {}),
+         **({"capture": args.capture_size} if args.capture_size else {}),
          **({"barcode": args.barcode_epoch_ms, "size": args.size} if args.barcode_epoch_ms is not None else {})})
     profile = tempfile.mkdtemp(prefix="whip-chromium-")
     cmd = [chromium, "--headless=new", "--no-sandbox",  # root: chromium refuses to start sandboxed

@@ -82,7 +82,8 @@ public final class ServerMetrics: Sendable {
     static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent",
                                  "jitter_seconds", "bitrate_bps", "srtp_auth_failures", "undeclared_stream_packets", "video_width", "video_height",
                                  "simulcast_layers", "simulcast_switches", "frames_of_other_layers",
-                                 "audio_capture_times", "video_capture_times", "srtp_streams_refused", "dtls_datagrams_dropped"]
+                                 "audio_capture_times", "video_capture_times", "srtp_streams_refused", "dtls_datagrams_dropped",
+                                 "latency_seconds"]
 
     /// Records one WHIP participant's receive statistics.
     public func recordWHIP(participantId: String, values: [String: Double]) {

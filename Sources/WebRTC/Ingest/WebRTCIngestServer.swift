@@ -74,7 +74,9 @@ public struct WebRTCIngestError: Error, Sendable, Equatable, CustomStringConvert
 
 /// Per-participant statistics, each second and at the end (for metrics).
 public protocol WebRTCIngestObserver: Sendable {
-    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64)
+    /// Once a second per session: its counters, its bitrate, and the jitter allowance its
+    /// media is shown with (µs, measured per publisher).
+    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64, latency: Int64)
     func ended(participantId: String)
     /// Each second: how late the socket's event loop ran its 10 ms tick at worst (µs), which
     /// bounds how long any session's datagrams waited behind other work.
@@ -420,7 +422,8 @@ final class SessionTable: @unchecked Sendable {
                 let received = max(0, bytes &- entry.lastReport.bytes)
                 let bitrate = received.multipliedReportingOverflow(by: 8_000_000).partialValue / max(1, now - entry.lastReport.time)
                 entry.lastReport = (now, bytes)
-                observer?.update(participantId: entry.participantId, statistics: statistics, bitsPerSecond: bitrate)
+                observer?.update(participantId: entry.participantId, statistics: statistics, bitsPerSecond: bitrate,
+                                 latency: entry.forwarder.publisher.latency)
                 // REMB asks for at most the maximum; a sender that ignores it by a quarter, over
                 // 5 s (a keyframe burst is not enough), is disconnected as RTMP's would be.
                 let limit = Int64(clamping: configuration.receiver.maxBitrate)
