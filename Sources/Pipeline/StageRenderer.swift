@@ -29,7 +29,7 @@ public final class StageRenderer {
         // (`frameLead`: the tick nearest a join or leave shows it, as it shows the nearest picture).
         let participants = source.participants(at: .microseconds(stageMicro + compositor.frameLead))
         if repeatPicture {
-            compositor.advanceVideo(participants: participants, source: source, stageTime: stageMicro)
+            compositor.advance(participants: participants, source: source, stageTime: stageMicro)
         } else {
             compositor.compose(participants: participants, source: source, stageTime: stageMicro)
         }

@@ -61,6 +61,25 @@ public final class VideoCompositor {
     /// Draws the stage at `stageTime` (µs) into the canvas.
     public func compose(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
         advanceVideo(participants: participants, source: source, stageTime: stageTime)
+        updateLayout(participants: participants, source: source, stageTime: stageTime)
+        draw(source: source)
+    }
+
+    /// Brings the stage to `stageTime` without drawing (the clock is behind and the previous
+    /// picture is shown again): video advanced, tiles laid out, and each participant told the
+    /// size its tile draws it at — a composition that cannot keep up must still get the
+    /// smaller simulcast layers that would let it.
+    public func advance(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
+        advanceVideo(participants: participants, source: source, stageTime: stageTime)
+        updateLayout(participants: participants, source: source, stageTime: stageTime)
+        for tile in tiles where tile.content == .video {
+            guard let subscriber = source.subscriber(for: tile.participantId), let size = subscriber.currentVideoSize else { continue }
+            subscriber.setDrawnSize(TileGeometry.drawnSize(of: size, in: tile.rect, mode: tile.fillMode))
+        }
+    }
+
+    /// The tiles for who is on the stage now (recomputed only when that changed).
+    private func updateLayout(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
         layoutInput.removeAll(keepingCapacity: true)
         for state in participants where state.isPublished {
             let subscriber = source.subscriber(for: state.participantId)
@@ -79,7 +98,6 @@ public final class VideoCompositor {
                 source.subscriber(for: state.participantId)?.setDrawnSize(nil)
             }
         }
-        draw(source: source)
     }
 
     /// Brings every participant's video to the frame this tick shows (unpublished ones too,

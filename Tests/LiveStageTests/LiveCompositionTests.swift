@@ -167,6 +167,9 @@ struct SimulationPacer: Pacer {
     var base: ClockPacer
     let clock: ManualMediaClock
     let deliver: (Int64) -> Void
+    /// Says every tick is a second late (a composition that cannot keep up: after the first,
+    /// every tick repeats the previous picture).
+    var alwaysLate = false
 
     mutating func wait(until stageTime: MediaTime) -> Int64 {
         let deadline = base.origin + stageTime.microsecondsValue
@@ -177,7 +180,8 @@ struct SimulationPacer: Pacer {
             clock.advance(to: .microseconds(t))
             deliver(t)
         }
-        return base.wait(until: stageTime)
+        let late = base.wait(until: stageTime)
+        return alwaysLate ? 1_000_000 : late
     }
 }
 
@@ -221,21 +225,22 @@ struct LiveCompositionTests {
 
     /// Runs the composition on its own thread (never on the concurrency pool, see onThread).
     func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000,
-             points: [(x: Int, y: Int)], audio: AudioCapture? = nil,
+             points: [(x: Int, y: Int)], audio: AudioCapture? = nil, alwaysLate: Bool = false,
              observe: @escaping @Sendable (SessionEvent) -> Void = { _ in }) async throws
         -> (CanvasProbe, CompositionResult) {
         let stageArn = self.stageArn
         let points = points.map { Point(x: $0.x, y: $0.y) }
         return try await onThread {
             try Self.compose(stageArn: stageArn, publishers: publishers, seconds: seconds, latency: latency,
-                             points: points.map { ($0.x, $0.y) }, extraSinks: audio.map { [$0] } ?? [], observe: observe)
+                             points: points.map { ($0.x, $0.y) }, extraSinks: audio.map { [$0] } ?? [], alwaysLate: alwaysLate,
+                             observe: observe)
         }
     }
 
     struct Point: Sendable { var x: Int, y: Int }
 
     static func compose(stageArn: String, publishers: [SimulatedPublisher], seconds: Int64, latency: Int64,
-                        points: [(x: Int, y: Int)], extraSinks: [any PacketSink] = [],
+                        points: [(x: Int, y: Int)], extraSinks: [any PacketSink] = [], alwaysLate: Bool = false,
                         observe: @escaping (SessionEvent) -> Void) throws -> (CanvasProbe, CompositionResult) {
         let clock = ManualMediaClock(start: .seconds(100))
         let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: latency))
@@ -253,6 +258,7 @@ struct LiveCompositionTests {
         var pacer = SimulationPacer(base: source.makePacer(), clock: clock) { now in
             for publisher in publishers { publisher.advance(to: now - origin, hub: hub, stageArn: stageArn) }
         }
+        pacer.alwaysLate = alwaysLate
         let result = try session.run(pacer: &pacer)
         return (probe, result)
     }
@@ -395,6 +401,18 @@ struct LivePublisherShapesTests {
         #expect(demand(second, at: 2_000_000) == .atLeast(width: 160, height: 120))
         // A recording of the second publisher wants its whole picture.
         #expect(demand(second, at: 2_900_000) == .largest)
+    }
+
+    @Test("a composition behind the clock (repeating its picture every tick) still tells publishers their tiles' sizes")
+    func drawnSizeDemandWhileBehind() async throws {
+        let red = try await media(colour: "red", tone: 440, seconds: 2)
+        let blue = try await media(colour: "blue", tone: 880, seconds: 2)
+        let first = SimulatedPublisher(media: red, id: "red", joinAt: 0)
+        let second = SimulatedPublisher(media: blue, id: "blue", joinAt: 500_000)
+        let (_, result) = try await base.run(publishers: [first, second], seconds: 2, points: [(160, 90)], alwaysLate: true)
+        #expect(result.laggedFrames == 59, "every tick after the first repeated the picture")
+        #expect(first.demands.last { $0.at <= 1_500_000 }?.demand == .atLeast(width: 160, height: 120))
+        #expect(second.demands.last { $0.at <= 1_500_000 }?.demand == .atLeast(width: 160, height: 120))
     }
 
     @Test("an audio-only publisher gets a camera-off tile and is heard; a video-only one is seen")
