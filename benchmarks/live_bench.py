@@ -263,8 +263,9 @@ class BarcodePublisher:
         self.process.wait(timeout=10)
 
 
-def read_latencies(url, width, height, scale, epoch, seconds):
-    """Reads `url`, decodes frames as they arrive, returns (arrival - stamp) in ms per frame."""
+def read_latencies(url, width, height, scale, epoch, seconds, with_stamps=False):
+    """Reads `url`, decodes frames as they arrive, returns (arrival - stamp) in ms per frame
+    (`with_stamps`: (latency, stamp) pairs)."""
     reader = subprocess.Popen(["ffmpeg", "-v", "error", "-fflags", "nobuffer", "-flags", "low_delay", "-i", url,
                                "-f", "rawvideo", "-pix_fmt", "gray", "-"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     size = width * height
@@ -278,7 +279,7 @@ def read_latencies(url, width, height, scale, epoch, seconds):
             now_ms = int((time.time() - epoch) * 1000)
             stamp = read_barcode(data, width, height, scale)
             if 0 < now_ms - stamp < 10_000:
-                latencies.append(now_ms - stamp)
+                latencies.append((now_ms - stamp, stamp) if with_stamps else now_ms - stamp)
     finally:
         reader.kill()
         reader.wait()

@@ -34,12 +34,14 @@ CLIENTS = os.path.join(REPO, "scripts", "whip-clients")
 CHANNEL = "arn:aws:ivs:us-east-1:123456789012:channel/bench0000000"
 
 
-def start_daemon(workdir, binary, nginx_port=1, ingest=None):
-    """The daemon under test; `ingest`: more ingest settings (e.g. minimumLatencyMs)."""
+def start_daemon(workdir, binary, nginx_port=1, ingest=None, whip=None):
+    """The daemon under test; `ingest`: more ingest settings (e.g. minimumLatencyMs); `whip`:
+    more WHIP settings (e.g. the port a relay listens on, as `advertisedPort`)."""
+    whip = {"port": free_udp_port(), **(whip or {})}
     d = Daemon(binary, workdir, idle=60, channels=[{"arn": CHANNEL, "ingestEndpoint": f"rtmp://127.0.0.1:{nginx_port}/live",
                                                     "streamKey": "composite0"}],
                extra={"ingest": {"rtmp": {"port": free_port()}, "rtmps": {"port": free_port()},
-                                 "whip": {"port": free_udp_port()}, **(ingest or {})},
+                                 "whip": whip, **(ingest or {})},
                       "encoderPreset": "veryfast", "logLevel": os.environ.get("BENCH_LOG_LEVEL", "notice")})
     d.start()
     return d
@@ -140,20 +142,44 @@ def cpu(binary, seconds, maximum):
             print(f"  => per WHIP publisher: receive {per_receive:.3f} CPU s/s; receive + decode + scale {per_decode:.3f} CPU s/s")
 
 
-def latency(binary, seconds):
+def latency(binary, seconds, jitter_ms=0):
     """Glass-to-glass with the jitter allowance measured per publisher (the default), then
-    fixed at its maximum (minimumLatencyMs = latencyMs, as before it was measured)."""
-    print(f"latency: a Chromium page drawing the wall-clock time into 1280x720 frames, {seconds} s each")
+    fixed at its maximum (minimumLatencyMs = latencyMs, as before it was measured). With
+    `jitter_ms`, the publisher's datagrams pass a seeded relay adding 0..jitter_ms of delay."""
+    path = f", through a relay adding 0-{jitter_ms} ms to each datagram" if jitter_ms else ""
+    print(f"latency: a Chromium page drawing the wall-clock time into 1280x720 frames{path}, {seconds} s each")
     for label, ingest in (("measured allowance (default)", {}), ("fixed 200 ms allowance", {"minimumLatencyMs": 200})):
-        latency_once(binary, seconds, label, ingest)
+        latency_once(binary, seconds, label, ingest, jitter_ms)
 
 
-def latency_once(binary, seconds, label, ingest):
+class JitterRelay:
+    """scripts/whip-clients/udp_impair_relay.py --jitter-ms between the page and the daemon."""
+
+    def __init__(self, target_port, jitter_ms, seed=26):
+        self.port = free_udp_port()
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(CLIENTS, "udp_impair_relay.py"), "--listen", f"127.0.0.1:{self.port}",
+             "--target", f"127.0.0.1:{target_port}", "--seed", str(seed), "--jitter-ms", str(jitter_ms)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.process.stdout.readline()
+        if '"listening"' not in line:
+            raise RuntimeError(f"relay: {line}")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+def latency_once(binary, seconds, label, ingest, jitter_ms=0):
     workdir = tempfile.mkdtemp(prefix="whip-latency-")
     nginx = NginxRTMP(workdir)
     allowances = []
+    relay = None
     try:
-        d = start_daemon(workdir, binary, nginx.port, ingest)
+        whip_port = free_udp_port()
+        if jitter_ms:
+            relay = JitterRelay(whip_port, jitter_ms)
+        d = start_daemon(workdir, binary, nginx.port, ingest, {"port": whip_port, **({"advertisedPort": relay.port} if relay else {})})
         browser = None
         try:
             stage = d.cli("create-stage", "--name", "latency")["stage"]
@@ -165,12 +191,16 @@ def latency_once(binary, seconds, label, ingest):
             # The publisher's allowance as the daemon measures it, sampled while the barcode is read.
             sampler = threading.Thread(target=sample_allowance, args=(d, allowances, seconds + 5), daemon=True)
             sampler.start()
-            composed = read_latencies(f"rtmp://127.0.0.1:{nginx.port}/live/composite0", 1280, 720, 2.0, epoch, seconds)
+            stamps = read_latencies(f"rtmp://127.0.0.1:{nginx.port}/live/composite0", 1280, 720, 2.0, epoch, seconds,
+                                    with_stamps=True)
+            composed = [latency for latency, _ in stamps]
         finally:
             if browser:
                 browser.kill()
             d.stop()
     finally:
+        if relay:
+            relay.stop()
         nginx.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     if not composed:
@@ -180,7 +210,13 @@ def latency_once(binary, seconds, label, ingest):
         if allowances else "not reported"
     print(f"  {label}: page -> WebRTC -> compositor -> nginx -> reader: median {statistics.median(composed):.0f} ms, "
           f"p95 {sorted(composed)[int(len(composed) * 0.95)]:.0f} ms ({len(composed)} frames); "
-          f"jitter allowance {allowance}")
+          f"jitter allowance {allowance}; {repeated_pictures(stamps)} composite frames repeated the previous picture")
+
+
+def repeated_pictures(stamps):
+    """Composite frames showing the same page frame as the one before (the page's next frame was
+    not there in time: a freeze), beyond what the page's own rate would give."""
+    return sum(1 for (_, a), (_, b) in zip(stamps, stamps[1:]) if a == b)
 
 
 def sample_allowance(d, into, seconds):
@@ -202,12 +238,13 @@ def main():
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--max", type=int, default=2)
     parser.add_argument("--only", choices=["cpu", "latency"])
+    parser.add_argument("--jitter-ms", type=int, default=0, help="latency: through a relay adding 0..J ms to each datagram")
     args = parser.parse_args()
     if not os.path.exists(args.binary):
         print(f"no {args.binary}: run `swift build -c release` first")
         return 1
     if args.only in (None, "latency"):
-        latency(args.binary, args.seconds)
+        latency(args.binary, args.seconds, args.jitter_ms)
     if args.only in (None, "cpu"):
         cpu(args.binary, args.seconds, args.max)
     return 0
