@@ -112,7 +112,7 @@ public struct LiveTimestampMapper: Sendable {
             current = min(target, current + step)
         }
         offset = current
-        adaptLatency(late: sample - current, elapsed: elapsed)
+        adaptLatency(late: sample &- current, elapsed: elapsed)
         lastArrival = max(lastArrival, arrival)
         lastMediaTime = max(lastMediaTime ?? mediaTime, mediaTime)
         return mediaTime + current + latency
@@ -123,11 +123,11 @@ public struct LiveTimestampMapper: Sendable {
     private mutating func adaptLatency(late: Int64, elapsed: Int64) {
         guard minimumLatency < maximumLatency else { return }
         currentMaximumLate = max(currentMaximumLate, late)
-        let target = min(max(max(currentMaximumLate, previousMaximumLate) + margin, minimumLatency), maximumLatency)
+        let target = min(max(max(currentMaximumLate, previousMaximumLate) &+ margin, minimumLatency), maximumLatency)
         if target > latency {
             latency = target
         } else if target < latency {
-            latency = max(target, latency - elapsed * maxShrinkPPM / 1_000_000)
+            latency = max(target, latency &- elapsed.multipliedReportingOverflow(by: maxShrinkPPM).partialValue / 1_000_000)
         }
     }
 

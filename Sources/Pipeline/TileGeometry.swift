@@ -59,15 +59,17 @@ public enum TileGeometry {
     public static func drawnSize(of source: PixelSize, in tile: Rect, mode: VideoFillMode) -> PixelSize {
         guard source.width > 0, source.height > 0, tile.width > 0, tile.height > 0 else { return source }
         // Scaled to the tile's width, the picture is taller than the tile iff this holds.
-        let widthBound = tile.width * source.height >= tile.height * source.width
+        // Picture and tile sizes are bounded (DecoderLimits caps decoded pictures; tiles lie
+        // in the canvas), so the products cannot overflow; wrapping says so.
+        let widthBound = tile.width &* source.height >= tile.height &* source.width
         let byWidth = mode == .contain ? !widthBound : widthBound
         return byWidth
-            ? PixelSize(width: tile.width, height: ceilDivide(source.height * tile.width, source.width))
-            : PixelSize(width: ceilDivide(source.width * tile.height, source.height), height: tile.height)
+            ? PixelSize(width: tile.width, height: ceilDivide(source.height &* tile.width, source.width))
+            : PixelSize(width: ceilDivide(source.width &* tile.height, source.height), height: tile.height)
     }
 
     private static func ceilDivide(_ numerator: Int, _ denominator: Int) -> Int {
-        (numerator + denominator - 1) / denominator
+        (numerator &+ denominator &- 1) / denominator
     }
 
     private static func even(_ value: Int) -> Int { value & ~1 }
