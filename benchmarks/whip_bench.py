@@ -142,14 +142,17 @@ def cpu(binary, seconds, maximum):
             print(f"  => per WHIP publisher: receive {per_receive:.3f} CPU s/s; receive + decode + scale {per_decode:.3f} CPU s/s")
 
 
-def latency(binary, seconds, jitter_ms=0):
+def latency(binary, seconds, jitter_ms=0, warmup=35):
     """Glass-to-glass with the jitter allowance measured per publisher (the default), then
     fixed at its maximum (minimumLatencyMs = latencyMs, as before it was measured). With
-    `jitter_ms`, the publisher's datagrams pass a seeded relay adding 0..jitter_ms of delay."""
+    `jitter_ms`, the publisher's datagrams pass a seeded relay adding 0..jitter_ms of delay.
+    The measurement starts `warmup` s after the composition: a publisher's measured allowance
+    starts at the maximum and takes about 30 s to come down to what its jitter needs."""
     path = f", through a relay adding 0-{jitter_ms} ms to each datagram" if jitter_ms else ""
-    print(f"latency: a Chromium page drawing the wall-clock time into 1280x720 frames{path}, {seconds} s each")
+    print(f"latency: a Chromium page drawing the wall-clock time into 1280x720 frames{path}, {seconds} s each, "
+          f"from {warmup} s after the composition started")
     for label, ingest in (("measured allowance (default)", {}), ("fixed 200 ms allowance", {"minimumLatencyMs": 200})):
-        latency_once(binary, seconds, label, ingest, jitter_ms)
+        latency_once(binary, seconds, label, ingest, jitter_ms, warmup)
 
 
 class JitterRelay:
@@ -170,10 +173,11 @@ class JitterRelay:
         self.process.wait()
 
 
-def latency_once(binary, seconds, label, ingest, jitter_ms=0):
+def latency_once(binary, seconds, label, ingest, jitter_ms=0, warmup=35):
     workdir = tempfile.mkdtemp(prefix="whip-latency-")
     nginx = NginxRTMP(workdir)
     allowances = []
+    delivery = None
     relay = None
     try:
         whip_port = free_udp_port()
@@ -184,16 +188,17 @@ def latency_once(binary, seconds, label, ingest, jitter_ms=0):
         try:
             stage = d.cli("create-stage", "--name", "latency")["stage"]
             epoch = time.time()
-            browser = Browser(d, stage, "clock", epoch * 1000, seconds + 40, workdir)
+            browser = Browser(d, stage, "clock", epoch * 1000, seconds + warmup + 40, workdir)
             published(d, stage["arn"], 1)
             compose_to_channel(d, stage)
-            time.sleep(3)
+            time.sleep(warmup)
             # The publisher's allowance as the daemon measures it, sampled while the barcode is read.
             sampler = threading.Thread(target=sample_allowance, args=(d, allowances, seconds + 5), daemon=True)
             sampler.start()
             stamps = read_latencies(f"rtmp://127.0.0.1:{nginx.port}/live/composite0", 1280, 720, 2.0, epoch, seconds,
                                     with_stamps=True)
             composed = [latency for latency, _ in stamps]
+            delivery = read_delivery(d)
         finally:
             if browser:
                 browser.kill()
@@ -211,6 +216,22 @@ def latency_once(binary, seconds, label, ingest, jitter_ms=0):
     print(f"  {label}: page -> WebRTC -> compositor -> nginx -> reader: median {statistics.median(composed):.0f} ms, "
           f"p95 {sorted(composed)[int(len(composed) * 0.95)]:.0f} ms ({len(composed)} frames); "
           f"jitter allowance {allowance}; {repeated_pictures(stamps)} composite frames repeated the previous picture")
+    if delivery:
+        print(f"    the daemon counted: {delivery['late']:.0f} video frames late, {delivery['gap'] * 1000:.0f} ms of sound missing, "
+              f"{delivery['steps']:.0f} steps up of the allowance adding {delivery['stepped'] * 1000:.0f} ms")
+
+
+def read_delivery(d):
+    """What the daemon counted of the publisher's media reaching its composition late: frames
+    shown after their tick, sound missing, and the allowance's steps up (each a held picture and
+    a gap that long)."""
+    try:
+        return {"late": metric(d, "stage_compositor_composition_late_video_frames"),
+                "gap": metric(d, "stage_compositor_composition_audio_gap_seconds"),
+                "steps": metric(d, "stage_compositor_whip_latency_steps"),
+                "stepped": metric(d, "stage_compositor_whip_latency_stepped_seconds")}
+    except Exception:  # noqa: BLE001 - a daemon that stopped early reports nothing
+        return None
 
 
 def repeated_pictures(stamps):
@@ -239,12 +260,14 @@ def main():
     parser.add_argument("--max", type=int, default=2)
     parser.add_argument("--only", choices=["cpu", "latency"])
     parser.add_argument("--jitter-ms", type=int, default=0, help="latency: through a relay adding 0..J ms to each datagram")
+    parser.add_argument("--warmup", type=int, default=35,
+                        help="latency: seconds from the composition's start to the measurement (the allowance settling)")
     args = parser.parse_args()
     if not os.path.exists(args.binary):
         print(f"no {args.binary}: run `swift build -c release` first")
         return 1
     if args.only in (None, "latency"):
-        latency(args.binary, args.seconds, args.jitter_ms)
+        latency(args.binary, args.seconds, args.jitter_ms, args.warmup)
     if args.only in (None, "cpu"):
         cpu(args.binary, args.seconds, args.max)
     return 0

@@ -23,6 +23,9 @@ public struct LiveMediaSettings: Sendable, Equatable {
     /// packets arrive (`LiveTimestampMapper`), between this and `latency`; nil: `latency`
     /// for everyone.
     public var minimumLatency: Int64?
+    /// Where a measured allowance starts (nil: at `latency`, the most, coming down as the
+    /// publisher's jitter is learned).
+    public var initialLatency: Int64?
     /// A publisher that sends no video for this long is shown as stopped video.
     public var videoStoppedAfter: Int64
     public var queue: LiveQueueLimits
@@ -32,10 +35,12 @@ public struct LiveMediaSettings: Sendable, Equatable {
     public var keyframeCacheBytes: Int
     public var keyframeCachePackets: Int
 
-    public init(latency: Int64 = 200_000, minimumLatency: Int64? = nil, videoStoppedAfter: Int64 = 3_000_000,
-                queue: LiveQueueLimits = LiveQueueLimits(), keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
+    public init(latency: Int64 = 200_000, minimumLatency: Int64? = nil, initialLatency: Int64? = nil,
+                videoStoppedAfter: Int64 = 3_000_000, queue: LiveQueueLimits = LiveQueueLimits(),
+                keyframeCacheBytes: Int = 4 << 20, keyframeCachePackets: Int = 600) {
         self.latency = latency
         self.minimumLatency = minimumLatency
+        self.initialLatency = initialLatency
         self.videoStoppedAfter = videoStoppedAfter
         self.queue = queue
         self.keyframeCacheBytes = keyframeCacheBytes
@@ -213,8 +218,8 @@ public final class LivePublisher: Sendable {
         self.identity = identity
         self.generation = generation
         disconnectHandler = disconnect
-        state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency,
-                                                        minimumLatency: hub.settings.minimumLatency)))
+        state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency, minimumLatency: hub.settings.minimumLatency,
+                                                        initialLatency: hub.settings.initialLatency)))
     }
 
     /// Wall-clock time (ms since 1970) of stage-clock time 0 (the hub's).
@@ -369,6 +374,11 @@ public final class LivePublisher: Sendable {
     /// The jitter allowance this publisher's media is shown with now (µs).
     public var latency: Int64 { state.withLock { $0.mapper.latency } }
 
+    /// The jitter allowance now, and its steps up so far.
+    public var allowance: LiveAllowance {
+        state.withLock { LiveAllowance(latency: $0.mapper.latency, steps: $0.mapper.steps, steppedUp: $0.mapper.steppedUp) }
+    }
+
     /// After the connection ended: the stage time until which compositions keep showing
     /// the participant, so the media already queued (the last `latency` of it) is seen and
     /// heard rather than cut off — the end of its last media, but no later than `latency`
@@ -443,5 +453,20 @@ public final class LiveStageSubscription: Sendable {
             state.version &+= 1
             return entries
         }
+    }
+}
+
+/// A live publisher's jitter allowance (µs): what its media is shown with now, and how often
+/// (and by how much in all) it stepped up for packets that came with less than its margin to
+/// spare, each a held picture and a gap in the sound that long.
+public struct LiveAllowance: Sendable, Equatable {
+    public var latency: Int64
+    public var steps: Int64
+    public var steppedUp: Int64
+
+    public init(latency: Int64, steps: Int64, steppedUp: Int64) {
+        self.latency = latency
+        self.steps = steps
+        self.steppedUp = steppedUp
     }
 }

@@ -57,10 +57,17 @@ public final class LiveStageSource: StageSource {
 
     public func subscriber(for participantId: String) -> ParticipantSubscriber? { active[participantId]?.subscriber }
 
-    /// Packets this composition's queues dropped so far, per participant on the stage now
-    /// (a consumer that fell behind: the publisher freezes until its next keyframe).
-    public func droppedPackets() -> [(participantId: String, packets: Int64)] {
-        subscription.snapshot().entries.map { ($0.publisher.identity.participantId, $0.queue.counters.dropped) }
+    /// How the media of each participant on the stage now has reached this composition so
+    /// far. Read on the composition thread (the subscribers' counters are its own).
+    public func delivery() -> [LiveDelivery] {
+        subscription.snapshot().entries.map { entry in
+            let id = entry.publisher.identity.participantId
+            let subscriber = active[id]?.subscriber
+            return LiveDelivery(participantId: id, droppedPackets: entry.queue.counters.dropped,
+                                lateVideoFrames: subscriber?.lateVideoFrames ?? 0,
+                                audioGapSeconds: Double(subscriber?.audioGapSamples ?? 0) / Double(subscriber?.mixRate ?? 48_000),
+                                allowance: entry.publisher.allowance)
+        }
     }
 
     public func participants(at stageTime: MediaTime) -> [StageParticipantState] {
@@ -128,6 +135,31 @@ public final class LiveStageSource: StageSource {
                                          isAudioMuted: false, arrivalIndex: entry.publisher.arrivalIndex)
         }
         states.sort { $0.arrivalIndex < $1.arrivalIndex }
+    }
+}
+
+/// One participant's media as it reached a composition, counted since it joined.
+public struct LiveDelivery: Sendable, Equatable {
+    public var participantId: String
+    /// Packets the composition's queue dropped (the composition fell behind): a freeze until
+    /// the next keyframe.
+    public var droppedPackets: Int64
+    /// Video frames shown after the tick they were due at: they arrived after the jitter
+    /// allowance (a held or skipped picture).
+    public var lateVideoFrames: Int64
+    /// Sound the participant did not send, heard as silence: audio that arrived after its
+    /// time, and the gaps its timeline stepped over when the allowance grew.
+    public var audioGapSeconds: Double
+    /// The publisher's jitter allowance now, and its steps up since it joined.
+    public var allowance: LiveAllowance
+
+    public init(participantId: String, droppedPackets: Int64, lateVideoFrames: Int64, audioGapSeconds: Double,
+                allowance: LiveAllowance) {
+        self.participantId = participantId
+        self.droppedPackets = droppedPackets
+        self.lateVideoFrames = lateVideoFrames
+        self.audioGapSeconds = audioGapSeconds
+        self.allowance = allowance
     }
 }
 

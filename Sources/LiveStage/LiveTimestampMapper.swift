@@ -13,12 +13,16 @@
 //
 // The latency itself is measured per publisher, as WebRTC receivers size their jitter
 // buffers: how late packets arrive behind the least-delayed ones (the largest lateness over
-// the last one to two windows), plus a margin for the composition's own tick, held within
-// [minimumLatency, maximumLatency]. It grows at once when a later packet shows the network
-// got worse (a step: the picture holds and the sound has a short gap, once), and shrinks
-// slowly (`maxShrinkPPM`) when it got better, so that the sound is squeezed, not cut. A
-// clean publisher is shown soon after it arrives; a jittery one keeps as much delay as its
-// jitter needs. With both bounds equal the latency is fixed.
+// the last one to two `latenessWindow`s), plus a margin for the composition, which reads a
+// frame's worth ahead of its clock, held within [minimumLatency, maximumLatency]. A new
+// publisher starts at the maximum, as a fixed allowance would, and comes down to what its
+// jitter needs by at most `maxShrinkPPM` of the time passing, so the sound is squeezed, not
+// cut, and the lateness of its first seconds (connection start-up, a host under load) is
+// learned before the allowance is small. A packet that comes with less than the margin to
+// spare steps it up at once (the picture holds and the sound has a gap as long as the step,
+// once); each step is counted. A clean publisher is shown soon after it arrives once settled;
+// a jittery one keeps as much delay as its jitter needs. With both bounds equal the latency
+// is fixed.
 
 public struct LiveTimestampMapper: Sendable {
     /// How long after its expected arrival a packet is still on time now (µs).
@@ -32,6 +36,14 @@ public struct LiveTimestampMapper: Sendable {
     /// Largest decrease of the latency per µs of arrival time, in parts per million: with the
     /// offset's slew, within the 1 % the sound can be squeezed by.
     public let maxShrinkPPM: Int64
+    /// Length of one lateness-tracking window (µs of arrival time): the largest lateness is
+    /// remembered for one to two of them.
+    public let latenessWindow: Int64
+    private var latenessWindowStart: Int64 = 0
+    /// Steps up for packets that came with less than the margin to spare, and how much they
+    /// added in all (µs): each is a held picture and a gap in the sound that long.
+    public private(set) var steps: Int64 = 0
+    public private(set) var steppedUp: Int64 = 0
     /// Largest lateness (µs behind the offset) in the current and the previous window.
     private var currentMaximumLate: Int64 = 0
     private var previousMaximumLate: Int64 = 0
@@ -59,8 +71,9 @@ public struct LiveTimestampMapper: Sendable {
     public private(set) var discontinuities = 0
 
     /// `latency`: the most a publisher is delayed by; `minimumLatency` (nil: the same, a
-    /// fixed latency) the least.
-    public init(latency: Int64, minimumLatency: Int64? = nil, margin: Int64 = 40_000, maxShrinkPPM: Int64 = 5_000,
+    /// fixed latency) the least; `initialLatency` (nil: the most) where it starts.
+    public init(latency: Int64, minimumLatency: Int64? = nil, initialLatency: Int64? = nil, margin: Int64 = 40_000,
+                maxShrinkPPM: Int64 = 5_000, latenessWindow: Int64 = 5_000_000,
                 window: Int64 = 5_000_000, maxSlewPPM: Int64 = 1_000,
                 discontinuityThreshold: Int64 = 1_000_000, settling: Int64 = 2_000_000) {
         self.settling = settling
@@ -68,7 +81,8 @@ public struct LiveTimestampMapper: Sendable {
         self.minimumLatency = min(max(0, minimumLatency ?? latency), maximumLatency)
         self.margin = margin
         self.maxShrinkPPM = maxShrinkPPM
-        self.latency = self.minimumLatency
+        self.latenessWindow = max(1, latenessWindow)
+        self.latency = min(max(initialLatency ?? maximumLatency, self.minimumLatency), maximumLatency)
         self.window = window
         self.maxSlewPPM = maxSlewPPM
         self.discontinuityThreshold = discontinuityThreshold
@@ -94,9 +108,12 @@ public struct LiveTimestampMapper: Sendable {
         if arrival - windowStart >= window {
             previousMinimum = currentMinimum
             currentMinimum = .max
+            windowStart = arrival
+        }
+        if arrival - latenessWindowStart >= latenessWindow {
             previousMaximumLate = currentMaximumLate
             currentMaximumLate = 0
-            windowStart = arrival
+            latenessWindowStart = arrival
         }
         currentMinimum = min(currentMinimum, sample)
         if arrival - firstArrival < settling, sample < current {
@@ -118,13 +135,15 @@ public struct LiveTimestampMapper: Sendable {
         return mediaTime + current + latency
     }
 
-    /// Follows the lateness measured: up at once, down by at most `maxShrinkPPM` of the time
-    /// elapsed.
+    /// Follows the lateness measured: up at once (a step, counted) when this packet leaves
+    /// less than the margin to spare, down by at most `maxShrinkPPM` of the time elapsed.
     private mutating func adaptLatency(late: Int64, elapsed: Int64) {
         guard minimumLatency < maximumLatency else { return }
         currentMaximumLate = max(currentMaximumLate, late)
         let target = min(max(max(currentMaximumLate, previousMaximumLate) &+ margin, minimumLatency), maximumLatency)
         if target > latency {
+            steps &+= 1
+            steppedUp &+= target &- latency
             latency = target
         } else if target < latency {
             latency = max(target, latency &- elapsed.multipliedReportingOverflow(by: maxShrinkPPM).partialValue / 1_000_000)
@@ -135,6 +154,7 @@ public struct LiveTimestampMapper: Sendable {
         offset = sample
         firstArrival = arrival
         windowStart = arrival
+        latenessWindowStart = arrival
         currentMinimum = sample
         previousMinimum = sample
         lastArrival = arrival

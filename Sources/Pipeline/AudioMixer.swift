@@ -64,7 +64,10 @@ public final class AudioMixer {
             guard let subscriber = source.subscriber(for: state.participantId) else { continue }
             subscriber.advanceAudio(to: to)
             let audible = state.isPublished && !state.isAudioMuted
-            if audible { audibleParticipants.append(state.participantId) }
+            if audible {
+                audibleParticipants.append(state.participantId)
+                subscriber.noteAudioRead(from: from, count: count)
+            }
             subscriber.audio.mix(from: from, count: count, gain: audible ? 1 : 0, intoLeft: mixLeft, right: mixRight)
         }
         lastPeak = limiter.process(left: mixLeft, right: mixRight, count: count)

@@ -13,9 +13,17 @@ public final class AudioRing {
     public private(set) var start: Int64 = 0
     public private(set) var end: Int64 = 0
     public private(set) var overflowedSamples: Int64 = 0
+    /// Samples of silence written into gaps before a later write (the source's timestamps
+    /// jumped forward), less those a write then filled (a packet that came out of order).
+    public private(set) var silenceFilledSamples: Int64 = 0
+    /// Silences filled and not written over since, not yet mixed (the latest few: a write
+    /// over an older one is not subtracted).
+    private var silences: [Range<Int64>] = []
+    private static let trackedSilences = 8
 
     public init(capacity: Int, initialCapacity: Int? = nil) {
         self.capacity = capacity
+        silences.reserveCapacity(Self.trackedSilences + 1)
         allocated = max(1, min(capacity, initialCapacity ?? capacity))
         left = .allocate(capacity: allocated)
         right = .allocate(capacity: allocated)
@@ -42,6 +50,7 @@ public final class AudioRing {
         var at = position
         if at < start { skip = Int(start - at); at = start }
         guard skip < count else { return }
+        if !silences.isEmpty { fillSilences(with: at..<(at &+ Int64(count - skip))) }
         for i in skip..<count {
             let index = slot(at + Int64(i - skip))
             left[index] = source[i]
@@ -75,7 +84,36 @@ public final class AudioRing {
         allocated = size
     }
 
+    /// A write over `written` took the place of silence filled in before it (a packet that came
+    /// out of order): that silence was not missing after all.
+    private func fillSilences(with written: Range<Int64>) {
+        var index = 0
+        while index < silences.count {
+            let silence = silences[index]
+            let overlap = silence.clamped(to: written)
+            guard !overlap.isEmpty else { index += 1; continue }
+            silenceFilledSamples &-= overlap.upperBound &- overlap.lowerBound
+            let before = silence.lowerBound..<overlap.lowerBound
+            let after = overlap.upperBound..<silence.upperBound
+            switch (before.isEmpty, after.isEmpty) {
+            case (true, true): silences.remove(at: index)
+            case (false, true): silences[index] = before; index += 1
+            case (true, false): silences[index] = after; index += 1
+            case (false, false):
+                silences[index] = before
+                silences.insert(after, at: index + 1)
+                index += 2
+            }
+        }
+        if silences.count > Self.trackedSilences { silences.removeFirst(silences.count - Self.trackedSilences) }
+    }
+
     private func writeSilence(from: Int64, to: Int64) {
+        silenceFilledSamples &+= to &- from
+        // Silences already mixed stay counted: nothing can fill them any more.
+        silences.removeAll { $0.upperBound <= start }
+        if silences.count == Self.trackedSilences { silences.removeFirst() }
+        silences.append(from..<to)
         var position = max(from, to - Int64(allocated))
         while position < to {
             let index = slot(position)
@@ -110,6 +148,11 @@ public final class AudioRing {
             }
         }
         discard(before: to)
+    }
+
+    /// How many of the positions [from, to) are held.
+    public func heldCount(from: Int64, to: Int64) -> Int {
+        Int(clamping: max(0, min(to, end) &- max(from, start)))
     }
 
     /// Forgets samples before `position`.

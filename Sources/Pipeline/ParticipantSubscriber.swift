@@ -53,6 +53,14 @@ public final class ParticipantSubscriber {
     private let firstPictureEarly: Bool
     /// Video frames the decoder produced (hidden video is not decoded; see `setVideoShown`).
     public private(set) var decodedVideoFrames: Int64 = 0
+    /// Shown video frames that were not there by the tick they were due at: they came later
+    /// (a live publisher's packets arrived after the jitter allowance), and the picture held
+    /// (a freeze) or skipped. Frames of a composition behind the clock are not counted: its
+    /// ticks did not ask for them.
+    public private(set) var lateVideoFrames: Int64 = 0
+    /// The stage time the previous tick showed video up to, while the picture ran on (nil
+    /// while hidden, waiting for a keyframe or restarting: nothing was due then).
+    private var lastShownVideoTime: Int64?
 
     // Hidden video: read on the stage clock, not decoded (see `setVideoShown`).
     public private(set) var isVideoShown = true
@@ -88,6 +96,11 @@ public final class ParticipantSubscriber {
     private let decodedAudio = Frame()
     /// The resampler is stretching or squeezing to follow a live publisher's clock.
     private var compensating = false
+    /// The first stage sample position audio was written at: before it nothing was missing.
+    private var audioFirstPosition: Int64?
+    /// Samples the mixer asked for while this participant was audible and had none (its
+    /// audio arrived after the jitter allowance, or stopped without the publisher leaving).
+    public private(set) var audioUnderrunSamples: Int64 = 0
 
     private let readPacket = Packet()
     public private(set) var endOfMedia = false
@@ -256,15 +269,19 @@ public final class ParticipantSubscriber {
         }
         guard let decoder = videoDecoder else { return }
         if !isVideoShown || awaitingKeyframe {
+            lastShownVideoTime = nil
             readHiddenVideo(to: stageTime)
             guard isVideoShown, !awaitingKeyframe else { return }
         }
         if videoRestart {
             videoRestart = false
+            lastShownVideoTime = nil
             decoder.flush()
             videoDrained = false
             videoDecoderEnded = false
         }
+        let previousTick = lastShownVideoTime
+        lastShownVideoTime = stageTime
         while true {
             if let due = pendingTime {
                 // A recorded file's first picture often starts a few ms after its audio
@@ -272,6 +289,7 @@ public final class ParticipantSubscriber {
                 // camera-off. A live tile, and a recording timed on the wall clock (a session
                 // re-rendered from its recordings), show camera-off until the first picture is due.
                 guard due <= stageTime || (currentTime == nil && firstPictureEarly && due - stageTime < frameStep) else { return }
+                if let previousTick, currentTime != nil, due <= previousTick { lateVideoFrames &+= 1 }
                 current.swap(with: pending)
                 currentTime = due
                 videoGeneration &+= 1
@@ -440,7 +458,22 @@ public final class ParticipantSubscriber {
         }
         audio.write(left: scratchLeft, right: scratchRight, count: samples, at: position)
         audioNextPosition = position + Int64(samples)
+        if audioFirstPosition == nil { audioFirstPosition = position }
     }
+
+    /// The mixer is about to mix [from, from + count) of this participant, audible: counts
+    /// the samples it has none for, from its first audio until its media ends.
+    public func noteAudioRead(from: Int64, count: Int) {
+        guard let first = audioFirstPosition, !endOfMedia else { return }
+        let to = from &+ Int64(count)
+        let begin = max(from, first)
+        guard begin < to else { return }
+        audioUnderrunSamples &+= (to &- begin) &- Int64(audio.heldCount(from: begin, to: to))
+    }
+
+    /// Samples of this participant's sound that were silence it did not send: underruns,
+    /// and the gaps its timestamps jumped over (the jitter allowance stepping up).
+    public var audioGapSamples: Int64 { audioUnderrunSamples &+ audio.silenceFilledSamples }
 
     /// Asks the resampler to absorb `error` samples (positive: the audio is due later than
     /// contiguous playback would put it) over the next second: a rate change of at most 1 %

@@ -170,6 +170,9 @@ struct SimulationPacer: Pacer {
     /// Says every tick is a second late (a composition that cannot keep up: after the first,
     /// every tick repeats the previous picture).
     var alwaysLate = false
+    /// Says every other tick is late by a frame and a half (a composition just short of
+    /// keeping up: every other tick repeats the picture).
+    var everyOtherLate = false
 
     mutating func wait(until stageTime: MediaTime) -> Int64 {
         let deadline = base.origin + stageTime.microsecondsValue
@@ -181,6 +184,7 @@ struct SimulationPacer: Pacer {
             deliver(t)
         }
         let late = base.wait(until: stageTime)
+        if everyOtherLate, stageTime.microsecondsValue % 66_666 > 1_000 { return 50_000 }
         return alwaysLate ? 1_000_000 : late
     }
 }
@@ -224,26 +228,46 @@ struct LiveCompositionTests {
     let stageArn = "arn:aws:ivs:us-east-1:123456789012:stage/LiveTest"
 
     /// Runs the composition on its own thread (never on the concurrency pool, see onThread).
-    func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000,
-             points: [(x: Int, y: Int)], audio: AudioCapture? = nil, alwaysLate: Bool = false,
+    func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000, minimumLatency: Int64? = nil,
+             initialLatency: Int64? = nil,
+             points: [(x: Int, y: Int)], audio: AudioCapture? = nil, alwaysLate: Bool = false, everyOtherLate: Bool = false,
+             delivery: DeliveryRecord? = nil,
              observe: @escaping @Sendable (SessionEvent) -> Void = { _ in }) async throws
         -> (CanvasProbe, CompositionResult) {
         let stageArn = self.stageArn
         let points = points.map { Point(x: $0.x, y: $0.y) }
         return try await onThread {
-            try Self.compose(stageArn: stageArn, publishers: publishers, seconds: seconds, latency: latency,
-                             points: points.map { ($0.x, $0.y) }, extraSinks: audio.map { [$0] } ?? [], alwaysLate: alwaysLate,
-                             observe: observe)
+            var pacing = Pacing()
+            pacing.alwaysLate = alwaysLate
+            pacing.everyOtherLate = everyOtherLate
+            return try Self.compose(stageArn: stageArn, publishers: publishers, seconds: seconds,
+                                    settings: LiveMediaSettings(latency: latency, minimumLatency: minimumLatency,
+                                                                initialLatency: initialLatency),
+                                    points: points.map { ($0.x, $0.y) }, extraSinks: audio.map { [$0] } ?? [], pacing: pacing,
+                                    delivery: delivery, observe: observe)
         }
+    }
+
+    /// How the simulated pacer says the composition keeps up.
+    struct Pacing {
+        var alwaysLate = false
+        var everyOtherLate = false
+    }
+
+    /// The participants' delivery counters, read once the composition has run.
+    final class DeliveryRecord: @unchecked Sendable {
+        var entries: [LiveDelivery] = []
+        func of(_ participantId: String) -> LiveDelivery? { entries.first { $0.participantId == participantId } }
     }
 
     struct Point: Sendable { var x: Int, y: Int }
 
-    static func compose(stageArn: String, publishers: [SimulatedPublisher], seconds: Int64, latency: Int64,
-                        points: [(x: Int, y: Int)], extraSinks: [any PacketSink] = [], alwaysLate: Bool = false,
+    static func compose(stageArn: String, publishers: [SimulatedPublisher], seconds: Int64, settings liveSettings: LiveMediaSettings,
+                        points: [(x: Int, y: Int)], extraSinks: [any PacketSink] = [], pacing: Pacing = Pacing(),
+                        delivery: DeliveryRecord? = nil,
                         observe: @escaping (SessionEvent) -> Void) throws -> (CanvasProbe, CompositionResult) {
         let clock = ManualMediaClock(start: .seconds(100))
-        let hub = LiveStageHub(clock: clock, settings: LiveMediaSettings(latency: latency))
+        let hub = LiveStageHub(clock: clock, settings: liveSettings)
         var logger = Logger(label: "live-test")
         logger.logLevel = .warning
         let source = LiveStageSource(hub: hub, stageArn: stageArn, logger: logger)
@@ -258,8 +282,10 @@ struct LiveCompositionTests {
         var pacer = SimulationPacer(base: source.makePacer(), clock: clock) { now in
             for publisher in publishers { publisher.advance(to: now - origin, hub: hub, stageArn: stageArn) }
         }
-        pacer.alwaysLate = alwaysLate
+        pacer.alwaysLate = pacing.alwaysLate
+        pacer.everyOtherLate = pacing.everyOtherLate
         let result = try session.run(pacer: &pacer)
+        delivery?.entries = source.delivery()
         return (probe, result)
     }
 

@@ -123,7 +123,7 @@ struct AdaptiveLatencyTests {
 
     @Test("a clean publisher (2 ms of jitter) is shown the minimum after it arrives, not the maximum")
     func clean() {
-        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, initialLatency: 40_000, margin: 40_000)
         var random = SeededGenerator(seed: 1)
         let result = Self.run(&mapper, packets: 1_000) { _ in Int64.random(in: 0...2_000, using: &random) }
         #expect(result.last!.latency <= 42_000 && result.last!.latency >= 40_000)
@@ -135,7 +135,7 @@ struct AdaptiveLatencyTests {
 
     @Test("a jittery publisher (0–120 ms) keeps the allowance its lateness needs: no packet is presented before it arrives")
     func jittery() {
-        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, initialLatency: 40_000, margin: 40_000)
         var random = SeededGenerator(seed: 2)
         let result = Self.run(&mapper, packets: 3_000) { _ in Int64.random(in: 0...120_000, using: &random) }
         #expect(result.allSatisfy { $0.presented >= $0.arrival + 40_000 - 1_000 }, "a packet arrived after its time")
@@ -150,7 +150,8 @@ struct AdaptiveLatencyTests {
 
     @Test("the allowance is capped by the maximum; a spike raises it at once; it shrinks slowly (0.5 %) when the network calms")
     func spikeThenCalm() {
-        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, initialLatency: 40_000, margin: 40_000,
+                                         latenessWindow: 5_000_000)
         // Calm for 10 s, one packet 300 ms late at 10 s, calm again.
         let result = Self.run(&mapper, packets: 3_000) { $0 == 500 ? 300_000 : 0 }
         #expect(result[499].latency == 40_000)
@@ -166,6 +167,52 @@ struct AdaptiveLatencyTests {
         #expect(result[2_999].latency == 40_000, "back to the minimum by 60 s")
         // The spike's window (from 11 s) becomes the previous one at 16 s and is forgotten at 21 s.
         #expect(result[900].latency == 200_000 && result[1_100].latency < 200_000)
+    }
+
+    @Test("a new publisher starts at the maximum and comes down by 0.5 % of the time passing to what its jitter needs: a clean one to the minimum, never stepping up by more than its jitter")
+    func startsAtTheMaximum() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        var random = SeededGenerator(seed: 3)
+        let result = Self.run(&mapper, packets: 2_000) { _ in Int64.random(in: 0...2_000, using: &random) }
+        #expect(result[0].latency == 200_000)
+        for i in 1..<result.count {
+            let shrunk = result[i - 1].latency - result[i].latency
+            #expect(shrunk >= -2_000 && shrunk <= max(0, result[i].arrival - result[i - 1].arrival) * 5_000 / 1_000_000,
+                    "packet \(i): \(result[i - 1].latency) then \(result[i].latency)")
+        }
+        // 158 ms at 0.5 % of the time: about 32 s.
+        #expect(result[1_500].latency > 42_000 && result[1_999].latency <= 42_000, "\(result[1_500].latency), \(result[1_999].latency)")
+        // Once down, a packet a little later than all before steps it up by that little: 2 ms
+        // of jitter, at most 2 ms in all (the sound's resampling absorbs it; no gap).
+        #expect(mapper.steppedUp <= 2_000, "\(mapper.steps) steps, \(mapper.steppedUp) µs")
+        #expect(result.allSatisfy { $0.presented - $0.arrival >= 38_000 })
+    }
+
+    @Test("lateness rising to 130 ms in a publisher's first 5 s (a host under load) is learned while the allowance is high: no step, every packet keeps the margin")
+    func lateStartIsLearnedWithoutAStep() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        let result = Self.run(&mapper, packets: 1_500) { i in i < 250 ? Int64(i) * 520 : 0 }
+        #expect(mapper.steps == 0 && mapper.steppedUp == 0)
+        #expect(result.allSatisfy { $0.presented - $0.arrival >= 40_000 - 1_000 })
+        // 5 s of its slow way down took it to 175 ms: the lateness + margin (170 ms) is held
+        // while it is remembered (5–10 s).
+        #expect(result[249].latency >= 170_000 - 1_000 && result[500].latency >= 170_000 - 1_000, "\(result[249].latency)")
+        // Started at 40 ms instead, the same publisher steps up every time its lateness grows.
+        var low = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, initialLatency: 40_000, margin: 40_000)
+        _ = Self.run(&low, packets: 1_500) { i in i < 250 ? Int64(i) * 520 : 0 }
+        #expect(low.steps > 100 && low.steppedUp >= 129_000, "\(low.steps) steps, \(low.steppedUp) µs")
+    }
+
+    @Test("started low, a packet with less than the margin to spare steps the allowance up at once, to its lateness + the margin, counted")
+    func stepsAreCounted() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, initialLatency: 40_000, margin: 40_000)
+        _ = Self.run(&mapper, packets: 500) { _ in 0 }
+        #expect(mapper.steps == 0 && mapper.latency == 40_000)
+        let before = mapper.latency
+        let arrival: Int64 = 1_000_000 + 500 * 20_000 + 30_000 + 100_000
+        let presented = mapper.presentationTime(mediaTime: 500 * 20_000, arrival: arrival)
+        #expect(mapper.steps == 1 && mapper.steppedUp == mapper.latency - before && mapper.latency == 140_000)
+        #expect(presented - arrival == 40_000, "the packet itself keeps the margin")
     }
 
     @Test("generated delay sequences: never presented before arrival + margin unless the lateness passes the cap, never moved earlier faster than 0.6 % (seed printed on failure)")

@@ -64,6 +64,37 @@ struct AudioRingTests {
         #expect(out.left[90..<100].allSatisfy { $0 == 1 })
     }
 
+    @Test("silence filled into a gap is counted until a late write fills it (a packet out of order)")
+    func silenceFilled() {
+        let ring = AudioRing(capacity: 1000)
+        write(ring, ramp(10), at: 0)
+        write(ring, ramp(10), at: 20)
+        #expect(ring.silenceFilledSamples == 10)
+        write(ring, ramp(3), at: 12)
+        #expect(ring.silenceFilledSamples == 7, "split: 10..<12 and 15..<20 are still silence")
+        write(ring, ramp(2), at: 10)
+        #expect(ring.silenceFilledSamples == 5)
+        write(ring, ramp(10), at: 40)
+        write(ring, ramp(20), at: 30)
+        #expect(ring.silenceFilledSamples == 5, "the gap 30..<40 was filled, and the write went on over real samples")
+        write(ring, ramp(5), at: 15)
+        #expect(ring.silenceFilledSamples == 0, "the older part of the split silence is remembered too")
+    }
+
+    @Test("packets out of order two at a time (20 ms each, the second and fourth late): no silence is left counted")
+    func silenceFilledOutOfOrder() {
+        let ring = AudioRing(capacity: 48_000)
+        let packet = 960
+        // Arrival order 0, 2, 4, 1, 3, 5, 7, 6: two gaps open at once before either is filled.
+        for index in [0, 2, 4, 1, 3, 5, 7, 6] {
+            write(ring, ramp(packet), at: Int64(index * packet))
+        }
+        #expect(ring.silenceFilledSamples == 0)
+        // A gap nothing fills stays counted.
+        write(ring, ramp(packet), at: Int64(10 * packet))
+        #expect(ring.silenceFilledSamples == Int64(2 * packet))
+    }
+
     @Test("an overlapping write replaces the samples it covers")
     func overlap() {
         let ring = AudioRing(capacity: 1000)

@@ -1543,23 +1543,22 @@ class PublisherLag(threading.Thread):
 
 
 def overload_metrics(text, composition_id, names):
-    """"overload:" lines from /metrics: the composition's lagged frames and each participant's
-    dropped packets, or "not exported"."""
+    """"overload:" lines from /metrics: the composition's lagged frames and, for each participant,
+    its dropped packets, late video frames, seconds of sound missing and jitter allowance, or
+    "not exported"."""
     lines = []
     lagged = re.findall(r'^stage_compositor_composition_lagged_frames\{([^}]*)\} (\S+)$', text, re.M)
     lagged = [value for labels, value in lagged if f'composition_id="{composition_id}"' in labels]
     lines.append(f"overload: lagged frames {float(lagged[0]):.0f}" if lagged else "overload: lagged frames not exported")
-    dropped = re.findall(r'^stage_compositor_composition_dropped_packets\{([^}]*)\} (\S+)$', text, re.M)
-    per_participant = {}
-    for labels, value in dropped:
-        if f'composition_id="{composition_id}"' in labels:
-            match = re.search(r'participant_id="([^"]*)"', labels)
-            per_participant[match.group(1) if match else labels] = float(value)
-    if per_participant:
-        lines.append("overload: dropped packets " + ", ".join(
-            f"{names.get(p, p)} {v:.0f}" for p, v in sorted(per_participant.items(), key=lambda item: names.get(item[0], item[0]))))
-    else:
-        lines.append("overload: dropped packets not exported")
+    for series, what, unit in (("dropped_packets", "dropped packets", ""), ("late_video_frames", "late video frames", ""),
+                               ("audio_gap_seconds", "sound missing", " s"), ("jitter_allowance_seconds", "jitter allowance", " s"),
+                               ("allowance_stepped_seconds", "allowance stepped up by", " s")):
+        per_participant = participant_series(text, f"stage_compositor_composition_{series}", composition_id)
+        if per_participant:
+            lines.append(f"overload: {what} " + ", ".join(
+                f"{names.get(p, p)} {v:.3g}{unit}" for p, v in sorted(per_participant.items(), key=lambda item: names.get(item[0], item[0]))))
+        else:
+            lines.append(f"overload: {what} not exported")
     frames_dropped = re.search(r"^stage_compositor_frames_dropped_total(?:\{[^}]*\})? (\S+)$", text, re.M)
     if frames_dropped:
         lines.append(f"overload: frames the daemon's compositions lagged (stage_compositor_frames_dropped_total) "
@@ -1567,13 +1566,24 @@ def overload_metrics(text, composition_id, names):
     return lines
 
 
+def participant_series(text, name, composition_id):
+    """{participant_id: value} of one per-participant gauge of a composition in /metrics."""
+    values = {}
+    for labels, value in re.findall(rf'^{name}\{{([^}}]*)\}} (\S+)$', text, re.M):
+        if f'composition_id="{composition_id}"' in labels:
+            match = re.search(r'participant_id="([^"]*)"', labels)
+            values[match.group(1) if match else labels] = float(value)
+    return values
+
+
 def test_seven_publishers_under_load(d):
     """Seven ffmpeg RTMP publishers on one stage on this 2-core machine, one at 2560x1440 and one
     with a 250-frame keyframe interval, recorded with the default grid at 320x180: at every
     second of the recording while all seven publish, each one's tile is there, in arrival
     order, showing its colour (the 1440p one: the camera-off tile), and each tone sounds iff
-    its publisher has a tile. The composition's lagged frames and dropped packets (/metrics,
-    read before the composition ends) are printed as "overload:" lines."""
+    its publisher has a tile. The composition's lagged frames and each participant's dropped
+    packets, late video frames, sound missing and jitter allowance (/metrics, read before the
+    composition ends) are printed as "overload:" lines; each participant's series must be there."""
     d.reconfigure(idle=5.0, extra=d.config_extra)
     d.start()
     enc, sto = setup_encoder_and_storage(d)
@@ -1612,6 +1622,10 @@ def test_seven_publishers_under_load(d):
         composition_id = arn.rsplit("/", 1)[1]
         for line in overload_metrics(text, composition_id, names):
             print(line)
+        for series in ("dropped_packets", "late_video_frames", "audio_gap_seconds", "jitter_allowance_seconds",
+                       "allowance_steps", "allowance_stepped_seconds"):
+            exported = participant_series(text, f"stage_compositor_composition_{series}", composition_id)
+            check(set(exported) >= set(names), f"{series} exported for every participant: {sorted(exported)}")
         client.stop_composition(arn=arn)
         check(composition_state(client, arn, {"STOPPED", "FAILED"}) == "STOPPED", "composition STOPPED")
         final = client.get_composition(arn=arn)["composition"]

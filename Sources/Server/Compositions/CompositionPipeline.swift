@@ -138,7 +138,7 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 if progress.laggedFrames != lastLagged || progress.frames % 30 == 0 {
                     compositionMetrics?.record(laggedFrames: progress.laggedFrames)
                 }
-                if progress.frames % 30 == 0, let liveStage { compositionMetrics?.record(droppedPackets: liveStage.droppedPackets()) }
+                if progress.frames % 30 == 0, let liveStage { compositionMetrics?.record(delivery: liveStage.delivery()) }
                 lastFrames = progress.frames
                 lastLagged = progress.laggedFrames
                 metrics.frameWorkTime.recordNanoseconds(max(0, RealtimePacer.nowNanoseconds() - workStarted))

@@ -340,7 +340,7 @@ func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHu
 struct WHIPMetricsObserver: WebRTCIngestObserver {
     let metrics: ServerMetrics
 
-    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64, latency: Int64) {
+    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64, allowance: LiveAllowance) {
         let receiver = statistics.receiver
         metrics.recordWHIP(participantId: participantId, values: [
             "packets_received": Double(receiver.packetsReceived), "packets_lost": Double(receiver.packetsLost),
@@ -354,7 +354,8 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "audio_capture_times": Double(receiver.audioCaptureTimes), "video_capture_times": Double(receiver.videoCaptureTimes),
             "srtp_streams_refused": Double(statistics.srtpStreamsRefused),
             "dtls_datagrams_dropped": Double(statistics.dtlsDatagramsDropped),
-            "latency_seconds": Double(latency) / 1_000_000])
+            "latency_seconds": Double(allowance.latency) / 1_000_000, "latency_steps": Double(allowance.steps),
+            "latency_stepped_seconds": Double(allowance.steppedUp) / 1_000_000])
     }
 
     func ended(participantId: String) { metrics.removeWHIP(participantId: participantId) }

@@ -1,6 +1,7 @@
 // The daemon's metrics, created from an injected swift-metrics factory (the Prometheus
 // registry behind /metrics in the daemon; tests pass their own). Never bootstrapped globally.
 public import CoreMetrics
+public import LiveStage
 import Synchronization
 
 public final class ServerMetrics: Sendable {
@@ -83,7 +84,7 @@ public final class ServerMetrics: Sendable {
                                  "jitter_seconds", "bitrate_bps", "srtp_auth_failures", "undeclared_stream_packets", "video_width", "video_height",
                                  "simulcast_layers", "simulcast_switches", "frames_of_other_layers",
                                  "audio_capture_times", "video_capture_times", "srtp_streams_refused", "dtls_datagrams_dropped",
-                                 "latency_seconds"]
+                                 "latency_seconds", "latency_steps", "latency_stepped_seconds"]
 
     /// Records one WHIP participant's receive statistics.
     public func recordWHIP(participantId: String, values: [String: Double]) {
@@ -123,7 +124,7 @@ public final class CompositionMetrics: Sendable {
     private let compositionId: String
     private let factory: any MetricsFactory
     private let lagged: Gauge
-    private let dropped = Mutex<[String: Gauge]>([:])
+    private let participantGauges = Mutex<[String: [Gauge]]>([:])
 
     init(compositionId: String, factory: any MetricsFactory) {
         self.compositionId = compositionId
@@ -134,23 +135,37 @@ public final class CompositionMetrics: Sendable {
 
     public func record(laggedFrames: Int64) { lagged.record(laggedFrames) }
 
-    /// Packets dropped so far for each participant (participants not listed keep their gauge).
-    public func record(droppedPackets: [(participantId: String, packets: Int64)]) {
-        for (participantId, packets) in droppedPackets {
-            let gauge = dropped.withLock { gauges in
-                if let gauge = gauges[participantId] { return gauge }
-                let gauge = Gauge(label: "stage_compositor_composition_dropped_packets",
-                                  dimensions: [("composition_id", compositionId), ("participant_id", participantId)], factory: factory)
-                gauges[participantId] = gauge
-                return gauge
+    private static let deliveryLabels = ["stage_compositor_composition_dropped_packets",
+                                         "stage_compositor_composition_late_video_frames",
+                                         "stage_compositor_composition_audio_gap_seconds",
+                                         "stage_compositor_composition_jitter_allowance_seconds",
+                                         "stage_compositor_composition_allowance_steps",
+                                         "stage_compositor_composition_allowance_stepped_seconds"]
+
+    /// For each participant so far: packets dropped, video frames late, seconds of sound
+    /// missing, and its publisher's jitter allowance with its steps up (participants not
+    /// listed keep their gauges).
+    public func record(delivery: [LiveDelivery]) {
+        for entry in delivery {
+            let gauges = participantGauges.withLock { all in
+                if let gauges = all[entry.participantId] { return gauges }
+                let dimensions = [("composition_id", compositionId), ("participant_id", entry.participantId)]
+                let gauges = Self.deliveryLabels.map { Gauge(label: $0, dimensions: dimensions, factory: factory) }
+                all[entry.participantId] = gauges
+                return gauges
             }
-            gauge.record(packets)
+            gauges[0].record(entry.droppedPackets)
+            gauges[1].record(entry.lateVideoFrames)
+            gauges[2].record(entry.audioGapSeconds)
+            gauges[3].record(Double(entry.allowance.latency) / 1_000_000)
+            gauges[4].record(entry.allowance.steps)
+            gauges[5].record(Double(entry.allowance.steppedUp) / 1_000_000)
         }
     }
 
     /// The composition ended: its series go away.
     public func destroy() {
         lagged.destroy()
-        for gauge in dropped.withLock({ Array($0.values) }) { gauge.destroy() }
+        for gauge in participantGauges.withLock({ $0.values.flatMap { $0 } }) { gauge.destroy() }
     }
 }

@@ -11,7 +11,7 @@
 // threads. The HTTP side (`prepare`, `start`, `stop`) hops onto the loop.
 
 public import Logging
-import LiveStage
+public import LiveStage
 public import NIOCore
 public import NIOPosix
 public import ServiceLifecycle
@@ -76,7 +76,7 @@ public struct WebRTCIngestError: Error, Sendable, Equatable, CustomStringConvert
 public protocol WebRTCIngestObserver: Sendable {
     /// Once a second per session: its counters, its bitrate, and the jitter allowance its
     /// media is shown with (µs, measured per publisher).
-    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64, latency: Int64)
+    func update(participantId: String, statistics: WebRTCSessionStatistics, bitsPerSecond: Int64, allowance: LiveAllowance)
     func ended(participantId: String)
     /// Each second: how late the socket's event loop ran its 10 ms tick at worst (µs), which
     /// bounds how long any session's datagrams waited behind other work.
@@ -423,7 +423,7 @@ final class SessionTable: @unchecked Sendable {
                 let bitrate = received.multipliedReportingOverflow(by: 8_000_000).partialValue / max(1, now - entry.lastReport.time)
                 entry.lastReport = (now, bytes)
                 observer?.update(participantId: entry.participantId, statistics: statistics, bitsPerSecond: bitrate,
-                                 latency: entry.forwarder.publisher.latency)
+                                 allowance: entry.forwarder.publisher.allowance)
                 // REMB asks for at most the maximum; a sender that ignores it by a quarter, over
                 // 5 s (a keyframe burst is not enough), is disconnected as RTMP's would be.
                 let limit = Int64(clamping: configuration.receiver.maxBitrate)
