@@ -55,8 +55,8 @@ public final class ParticipantSubscriber {
     public private(set) var decodedVideoFrames: Int64 = 0
     /// Shown video frames that were not there by the tick they were due at: they came later
     /// (a live publisher's packets arrived after the jitter allowance), and the picture held
-    /// (a freeze) or skipped. Frames of a composition behind the clock are not counted: its
-    /// ticks did not ask for them.
+    /// (a freeze) or skipped. A composition behind the clock still advances the video on the
+    /// ticks whose picture it repeats, so its own lag is not counted here.
     public private(set) var lateVideoFrames: Int64 = 0
     /// The stage time the previous tick showed video up to, while the picture ran on (nil
     /// while hidden, waiting for a keyframe or restarting: nothing was due then).

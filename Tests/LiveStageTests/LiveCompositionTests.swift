@@ -170,9 +170,6 @@ struct SimulationPacer: Pacer {
     /// Says every tick is a second late (a composition that cannot keep up: after the first,
     /// every tick repeats the previous picture).
     var alwaysLate = false
-    /// Says every other tick is late by a frame and a half (a composition just short of
-    /// keeping up: every other tick repeats the picture).
-    var everyOtherLate = false
 
     mutating func wait(until stageTime: MediaTime) -> Int64 {
         let deadline = base.origin + stageTime.microsecondsValue
@@ -184,7 +181,6 @@ struct SimulationPacer: Pacer {
             deliver(t)
         }
         let late = base.wait(until: stageTime)
-        if everyOtherLate, stageTime.microsecondsValue % 66_666 > 1_000 { return 50_000 }
         return alwaysLate ? 1_000_000 : late
     }
 }
@@ -230,7 +226,7 @@ struct LiveCompositionTests {
     /// Runs the composition on its own thread (never on the concurrency pool, see onThread).
     func run(publishers: [SimulatedPublisher], seconds: Int64, latency: Int64 = 200_000, minimumLatency: Int64? = nil,
              initialLatency: Int64? = nil,
-             points: [(x: Int, y: Int)], audio: AudioCapture? = nil, alwaysLate: Bool = false, everyOtherLate: Bool = false,
+             points: [(x: Int, y: Int)], audio: AudioCapture? = nil, alwaysLate: Bool = false,
              delivery: DeliveryRecord? = nil,
              observe: @escaping @Sendable (SessionEvent) -> Void = { _ in }) async throws
         -> (CanvasProbe, CompositionResult) {
@@ -239,7 +235,6 @@ struct LiveCompositionTests {
         return try await onThread {
             var pacing = Pacing()
             pacing.alwaysLate = alwaysLate
-            pacing.everyOtherLate = everyOtherLate
             return try Self.compose(stageArn: stageArn, publishers: publishers, seconds: seconds,
                                     settings: LiveMediaSettings(latency: latency, minimumLatency: minimumLatency,
                                                                 initialLatency: initialLatency),
@@ -251,7 +246,6 @@ struct LiveCompositionTests {
     /// How the simulated pacer says the composition keeps up.
     struct Pacing {
         var alwaysLate = false
-        var everyOtherLate = false
     }
 
     /// The participants' delivery counters, read once the composition has run.
@@ -283,7 +277,6 @@ struct LiveCompositionTests {
             for publisher in publishers { publisher.advance(to: now - origin, hub: hub, stageArn: stageArn) }
         }
         pacer.alwaysLate = pacing.alwaysLate
-        pacer.everyOtherLate = pacing.everyOtherLate
         let result = try session.run(pacer: &pacer)
         delivery?.entries = source.delivery()
         return (probe, result)
