@@ -374,6 +374,58 @@ struct PublisherMediaReceiverTests {
         #expect(feedback.contains { if case .pictureLossIndication = $0 { return true } else { return false } })
     }
 
+    @Test("a loss the NACKs give up only after the keyframe that followed it holds nothing after that keyframe")
+    func lossGivenUpBehindAKeyframe() throws {
+        // A publisher sending keyframes only when asked, or at scene cuts (aiortc): a delta frame
+        // is lost, the reorder buffer lets it go (the frame after it is broken), a keyframe comes,
+        // and only then do the NACKs give the number up. The frames after the keyframe must not
+        // wait for another keyframe (before: frozen until the publisher's next one, 1 s or never).
+        var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))
+        var delivered: [UInt8] = []
+        var plis = 0
+        var now: Int64 = 0
+        func take(_ outputs: [ReceiverOutput]) throws {
+            for output in outputs {
+                switch output {
+                case .accessUnit(let unit): if unit.kind == .video { delivered.append(unit.data[5]) }
+                case .rtcp(let compound):
+                    plis += try RTCPPacket.parseCompound(compound).filter { if case .pictureLossIndication = $0 { true } else { false } }.count
+                }
+            }
+        }
+        func frame(_ sequence: UInt16, idr: Bool) throws {
+            let nal: [UInt8] = (idr ? [0x65] : [0x41]) + Array(repeating: UInt8(sequence), count: 50)
+            let packet = try RTPPacket(marker: true, payloadType: 102, sequenceNumber: sequence, timestamp: UInt32(sequence) * 3000,
+                                       ssrc: Self.videoSSRC, payload: nal).serialized()
+            try take(receiver.receiveRTP(packet, now: now))
+        }
+        func poll(until end: Int64) throws {
+            while now < end {
+                now += 5_000
+                try take(receiver.poll(now: now))
+            }
+        }
+        try frame(1, idr: true)
+        try poll(until: 33_000)
+        try frame(2, idr: false)
+        try poll(until: 100_000)
+        // Frame 3 never arrives; frame 4 (a delta frame) is broken by it; frame 5 is a keyframe.
+        try frame(4, idr: false)
+        try poll(until: 133_000)
+        try frame(5, idr: true)
+        try poll(until: 166_000)
+        let plisBefore = plis
+        for sequence in UInt16(6)...40 {
+            try frame(sequence, idr: false)
+            try poll(until: now + 33_000)
+        }
+        try poll(until: 3_000_000)
+        #expect(delivered == [1, 2] + Array(UInt8(5)...40), "\(receiver.statistics)")
+        #expect(receiver.statistics.framesSkippedUntilKeyframe == 0)
+        // Nothing after the keyframe is broken: no keyframe asked for once it came.
+        #expect(plis == plisBefore)
+    }
+
     @Test("once media arrives, the first receiver report, REMB and the joining PLI are due at once; then at their intervals")
     func firstFeedbackIsDue() throws {
         var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))

@@ -117,6 +117,9 @@ public struct PublisherMediaReceiver: Sendable {
         /// Video after a loss that NACKs could not repair: delta frames would decode into
         /// garbage, so none is delivered until the next keyframe (the picture freezes instead).
         var awaitingKeyframe = false
+        /// The first sequence number of the latest keyframe delivered: a loss given up before
+        /// it is repaired by it already.
+        var latestKeyframeStart: Int64?
         /// When its latest packet arrived (µs).
         var lastPacketAt: Int64 = 0
     }
@@ -327,7 +330,15 @@ public struct PublisherMediaReceiver: Sendable {
                 for range in output.gaveUp {
                     for sequence in range { track.reorder.abandon(sequence) }
                 }
-                if !output.gaveUp.isEmpty { track.awaitingKeyframe = true }
+                // Numbers given up behind the latest keyframe (the reorder buffer had let them go,
+                // and the keyframe that followed made them moot) break nothing: only a loss from
+                // that keyframe on holds the delta frames, and then a keyframe is asked for, since
+                // a publisher that sends keyframes only when asked would otherwise never end it.
+                let latestKeyframe = track.latestKeyframeStart
+                if output.gaveUp.contains(where: { range in latestKeyframe.map { range.upperBound >= $0 } ?? true }) {
+                    track.awaitingKeyframe = true
+                    track.keyframes?.keyframeNeeded()
+                }
                 if output.keyframeNeeded { track.keyframes?.keyframeNeeded() }
                 if !output.nacks.isEmpty {
                     for chunk in stride(from: 0, to: output.nacks.count, by: 200) {
@@ -474,6 +485,7 @@ public struct PublisherMediaReceiver: Sendable {
                     track.keyframes?.keyframeReceived()
                     track.nack?.keyframeReceived(startingAt: frame.firstSequence)
                     track.awaitingKeyframe = false
+                    if track.kind == .video { track.latestKeyframeStart = frame.firstSequence }
                 } else if track.awaitingKeyframe {
                     statistics.framesSkippedUntilKeyframe += 1
                     continue
