@@ -180,6 +180,37 @@ struct LossSimulationTests {
         #expect(block.jitter > 0 && block.jitter < 450)
     }
 
+    @Test("the production settings: a 150 ms reorder wait on a 45 ms path, retries spaced by the RTT measured, not by a fixed 100 ms",
+          arguments: [UInt64(1), 2, 3])
+    func retriesByMeasuredRTT(seed: UInt64) throws {
+        // 5 % of every datagram lost, NACKs and retransmissions too. Spaced by 100 ms, a second
+        // request comes at 110 ms and its answer after the 150 ms wait: a lost request or a lost
+        // retransmission loses the packet. Spaced by the RTT measured (≈ 45 ms plus its
+        // deviation), the second comes in time.
+        let count = 3000
+        let production = NackConfiguration.video
+        #expect(production.minRetryInterval < 45_000 && production.initialRTT >= 100_000)
+        let measured = try Self.run(seed: seed, count: count, lossPercent: 5, nack: production,
+                                    reorder: ReorderBufferConfiguration())
+        let fixed = try Self.run(seed: seed, count: count, lossPercent: 5,
+                                 nack: NackConfiguration(minRetryInterval: 100_000, initialDelay: production.initialDelay),
+                                 reorder: ReorderBufferConfiguration())
+        let lostMeasured = measured.receiver.lost.reduce(0) { $0 + $1.count }
+        let lostFixed = fixed.receiver.lost.reduce(0) { $0 + $1.count }
+        #expect(measured.originalsLost > count * 3 / 100)
+        #expect(measured.receiver.nack.rttSamples > 50)
+        let rtt = try #require(measured.receiver.nack.measuredRTT)
+        #expect(rtt >= 40_000 && rtt <= 50_000, "measured RTT \(rtt) µs")
+        // Both lose some over 3000 packets; spaced by the RTT, several times fewer.
+        #expect(lostFixed >= 5, "fixed spacing lost \(lostFixed)")
+        #expect(lostMeasured * 3 <= lostFixed, "measured spacing lost \(lostMeasured), fixed \(lostFixed)")
+        // Retries rarely go out before the answer to the last request could have come back.
+        let nack = measured.receiver.nack
+        print("seed \(seed): lost \(lostMeasured) spaced by the RTT measured (\(rtt) µs), \(lostFixed) by 100 ms; "
+              + "recovered \(nack.recoveredByNack), spurious \(nack.spuriousRetransmissions), requested \(nack.sequenceNumbersRequested)")
+        #expect(nack.spuriousRetransmissions * 50 <= nack.recoveredByNack)
+    }
+
     @Test("without retransmissions: NACK gives up, the buffer skips the gaps, a keyframe is asked for")
     func givesUp() throws {
         let count = 1000

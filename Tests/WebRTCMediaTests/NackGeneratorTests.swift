@@ -31,6 +31,39 @@ struct NackGeneratorTests {
         #expect(nack.nextDeadline == 50_000)
     }
 
+    @Test("the RTT is measured from retransmissions answering a single request: retries follow it, within the minimum")
+    func measuredRTT() {
+        var nack = NackGenerator(configuration: .init(minRetryInterval: 20_000, initialRTT: 100_000))
+        _ = nack.received(seq: 1, now: 0)
+        _ = nack.received(seq: 3, now: 0)
+        #expect(nack.poll(now: 0) == NackOutput(nacks: [2]))
+        // Before any measurement, the initial RTT spaces the retries.
+        #expect(nack.nextDeadline == 100_000)
+        #expect(nack.received(seq: 2, now: 8_000, isRetransmission: true) == .filledGap(wasRequested: true))
+        // 8 ms, deviation 4 ms: 8 + 4 × 4 = 24 ms.
+        #expect(nack.measuredRTT == 8_000)
+        _ = nack.received(seq: 5, now: 50_000)
+        #expect(nack.poll(now: 50_000) == NackOutput(nacks: [4]))
+        #expect(nack.nextDeadline == 74_000)
+        // Asked for twice: the answer could be to either request, so it is not measured (Karn).
+        #expect(nack.poll(now: 74_000) == NackOutput(nacks: [4]))
+        _ = nack.received(seq: 4, now: 75_000, isRetransmission: true)
+        #expect(nack.rttSamples == 1)
+        #expect(nack.measuredRTT == 8_000)
+        // A tiny RTT: retries no closer than the minimum.
+        for step in Int64(1)...35 {
+            let now = 100_000 + step * 10_000
+            _ = nack.received(seq: 5 + 2 * step, now: now)
+            #expect(nack.poll(now: now) == NackOutput(nacks: [UInt16(4 + 2 * step)]))
+            _ = nack.received(seq: 4 + 2 * step, now: now + 500, isRetransmission: true)
+        }
+        #expect(nack.rttSamples == 36)
+        #expect(nack.measuredRTT.map { $0 < 2_000 } == true)
+        _ = nack.received(seq: 77, now: 1_000_000)
+        #expect(nack.poll(now: 1_000_000) == NackOutput(nacks: [76]))
+        #expect(nack.nextDeadline == 1_020_000)
+    }
+
     @Test("an initial delay lets plain reordering settle without a NACK")
     func initialDelay() {
         var nack = NackGenerator(configuration: .init(initialDelay: 20_000))

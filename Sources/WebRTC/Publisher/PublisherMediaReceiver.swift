@@ -49,6 +49,9 @@ public struct ReceiverStatistics: Sendable, Equatable {
     public var framesSkippedUntilKeyframe: Int64 = 0
     /// Interarrival jitter of the video stream, µs.
     public var videoJitter: Int64 = 0
+    /// The round trip measured from NACKs to the retransmissions answering them (µs, the
+    /// video stream's; 0 until one was measured): what spaces the NACK retries.
+    public var nackRoundTrip: Int64 = 0
     public var audioJitter: Int64 = 0
     /// Packets that were not RTP/RTCP of a negotiated stream.
     public var unknownPackets: Int64 = 0
@@ -84,7 +87,7 @@ public struct PublisherMediaReceiverConfiguration: Sendable, Equatable {
     public var keyframeRequests: KeyframeRequesterConfiguration
 
     public init(senderSSRC: UInt32, cname: String = "stage-compositor", maxBitrate: UInt64 = 8_500_000,
-                nack: NackConfiguration = NackConfiguration(initialDelay: 10_000),
+                nack: NackConfiguration = .video,
                 videoReorder: ReorderBufferConfiguration = ReorderBufferConfiguration(),
                 audioReorder: ReorderBufferConfiguration = .audio,
                 keyframeRequests: KeyframeRequesterConfiguration = KeyframeRequesterConfiguration()) {
@@ -370,6 +373,7 @@ public struct PublisherMediaReceiver: Sendable {
         }
         if let video = tracks.values.first(where: { $0.kind == .video }) {
             statistics.videoJitter = Int64(video.stream.jitter) * 1_000_000 / Int64(max(video.stream.clockRate, 1))
+            statistics.nackRoundTrip = video.nack?.measuredRTT ?? 0
         }
         if let audio = tracks.values.first(where: { $0.kind == .audio }) {
             statistics.audioJitter = Int64(audio.stream.jitter) * 1_000_000 / Int64(max(audio.stream.clockRate, 1))

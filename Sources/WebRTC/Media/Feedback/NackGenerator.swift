@@ -3,6 +3,12 @@
 // missing number is requested up to `maxRetries` times, spaced by the RTT (at least
 // `minRetryInterval`), and given up when too old or when too many are missing at once —
 // then the owner should ask for a keyframe instead, since the frames are lost anyway.
+//
+// The RTT is given (`updateRTT`) or measured here: from a NACK to the retransmission that
+// answers it, for numbers asked for once only (Karn's rule: a second request makes the
+// answer ambiguous), smoothed as TCP's retransmission timer is (RFC 6298: the smoothed RTT
+// plus four times its mean deviation). Until the first measurement, `initialRTT`. A receiver
+// whose reorder buffer waits a few RTTs then gets several requests in, not one or two.
 
 public struct NackConfiguration: Sendable, Equatable {
     public var maxRetries: Int
@@ -14,11 +20,14 @@ public struct NackConfiguration: Sendable, Equatable {
     public var maxAge: Int64
     /// A number this far behind the highest is given up.
     public var maxSequenceAge: Int64
+    /// The RTT assumed before one is given or measured, in µs.
+    public var initialRTT: Int64
     /// More missing numbers than this at once: give them all up and ask for a keyframe.
     public var maxMissing: Int
 
     public init(maxRetries: Int = 10, minRetryInterval: Int64 = 100_000, initialDelay: Int64 = 0,
-                maxAge: Int64 = 1_000_000, maxSequenceAge: Int64 = 10_000, maxMissing: Int = 1000) {
+                maxAge: Int64 = 1_000_000, maxSequenceAge: Int64 = 10_000, maxMissing: Int = 1000, initialRTT: Int64 = 0) {
+        self.initialRTT = max(0, initialRTT)
         self.maxRetries = maxRetries
         self.minRetryInterval = minRetryInterval
         self.initialDelay = initialDelay
@@ -26,6 +35,15 @@ public struct NackConfiguration: Sendable, Equatable {
         self.maxSequenceAge = maxSequenceAge
         self.maxMissing = maxMissing
     }
+}
+
+extension NackConfiguration {
+    /// A publisher's video: the first request 10 ms after a gap shows (plain reordering
+    /// settles first), then spaced by the RTT measured from retransmissions (100 ms until the
+    /// first), at least 20 ms apart: on a short path the video reorder buffer's 150 ms then
+    /// holds several requests, not two, so a lost request or a lost retransmission rarely
+    /// costs a keyframe.
+    public static let video = NackConfiguration(minRetryInterval: 20_000, initialDelay: 10_000, initialRTT: 100_000)
 }
 
 /// What `poll` asks the owner to do.
@@ -79,12 +97,19 @@ public struct NackGenerator: Sendable {
     /// Ascending by sequence.
     private var missing: [Missing] = []
     private var highest: Int64?
-    private var rtt: Int64 = 0
+    /// The retry spacing the RTT calls for (µs): given, or measured (smoothed + 4 × deviation).
+    private var rtt: Int64
+    /// The measured RTT, smoothed, and its mean deviation (µs); nil until the first measurement.
+    private var smoothedRTT: Int64?
+    private var rttDeviation: Int64 = 0
+    /// RTT measurements taken from retransmissions.
+    public private(set) var rttSamples: Int64 = 0
     private var gaveUp: [ClosedRange<Int64>] = []
     private var keyframeNeeded = false
 
     public init(configuration: NackConfiguration = NackConfiguration()) {
         self.configuration = configuration
+        rtt = configuration.initialRTT
     }
 
     /// Numbers currently awaited.
@@ -93,6 +118,26 @@ public struct NackGenerator: Sendable {
 
     /// The round-trip estimate spacing retries (floored at `minRetryInterval`).
     public mutating func updateRTT(_ rtt: Int64) { self.rtt = max(0, rtt) }
+
+    /// The RTT measured from retransmissions, smoothed (µs); nil until one answered a NACK.
+    public var measuredRTT: Int64? { smoothedRTT }
+
+    /// One measurement: a NACK sent at `sentAt` answered at `now`. Times are our own clock's,
+    /// but a late answer can still be absurd: anything over `maxAge` (when the number would
+    /// have been given up) is ignored, so the arithmetic stays small.
+    private mutating func measureRTT(sentAt: Int64, now: Int64) {
+        let sample = now &- sentAt
+        guard sample >= 0, sample <= configuration.maxAge else { return }
+        rttSamples &+= 1
+        if let smoothed = smoothedRTT {
+            rttDeviation = (3 &* rttDeviation &+ abs(smoothed &- sample)) / 4
+            smoothedRTT = (7 &* smoothed &+ sample) / 8
+        } else {
+            smoothedRTT = sample
+            rttDeviation = sample / 2
+        }
+        rtt = (smoothedRTT ?? sample) &+ 4 &* rttDeviation
+    }
 
     private var retryInterval: Int64 { max(configuration.minRetryInterval, rtt) }
 
@@ -111,7 +156,12 @@ public struct NackGenerator: Sendable {
                 return .unexpected
             }
             let entry = missing.remove(at: index)
-            if isRetransmission { recoveredByNack += 1 } else { lateArrivals += 1 }
+            if isRetransmission {
+                recoveredByNack += 1
+                if entry.retries == 1, let sentAt = entry.sentAt { measureRTT(sentAt: sentAt, now: now) }
+            } else {
+                lateArrivals += 1
+            }
             return .filledGap(wasRequested: entry.retries > 0)
         }
 
