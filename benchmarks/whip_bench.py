@@ -218,7 +218,9 @@ def latency_once(binary, seconds, label, ingest, jitter_ms=0, warmup=35):
           f"jitter allowance {allowance}; {repeated_pictures(stamps)} composite frames repeated the previous picture")
     if delivery:
         print(f"    the daemon counted: {delivery['late']:.0f} video frames late, {delivery['gap'] * 1000:.0f} ms of sound missing, "
-              f"{delivery['steps']:.0f} steps up of the allowance adding {delivery['stepped'] * 1000:.0f} ms")
+              f"{delivery['steps']:.0f} steps up of the allowance adding {delivery['stepped'] * 1000:.0f} ms; "
+              f"packets lost {delivery['lost']:.0f}, dropped for coming after the reorder wait: "
+              f"{delivery['audioTooLate']:.0f} audio (40 ms wait), {delivery['videoTooLate']:.0f} video (150 ms)")
 
 
 def read_delivery(d):
@@ -229,7 +231,10 @@ def read_delivery(d):
         return {"late": metric(d, "stage_compositor_composition_late_video_frames"),
                 "gap": metric(d, "stage_compositor_composition_audio_gap_seconds"),
                 "steps": metric(d, "stage_compositor_whip_latency_steps"),
-                "stepped": metric(d, "stage_compositor_whip_latency_stepped_seconds")}
+                "stepped": metric(d, "stage_compositor_whip_latency_stepped_seconds"),
+                "audioTooLate": metric(d, "stage_compositor_whip_audio_packets_too_late"),
+                "videoTooLate": metric(d, "stage_compositor_whip_video_packets_too_late"),
+                "lost": metric(d, "stage_compositor_whip_packets_lost")}
     except Exception:  # noqa: BLE001 - a daemon that stopped early reports nothing
         return None
 

@@ -422,6 +422,9 @@ struct PublisherMediaReceiverTests {
         try poll(until: 3_000_000)
         #expect(delivered == [1, 2] + Array(UInt8(5)...40), "\(receiver.statistics)")
         #expect(receiver.statistics.framesSkippedUntilKeyframe == 0)
+        // Frame 3 after all, long after the receiver stopped waiting for it: dropped and counted.
+        try frame(3, idr: false)
+        #expect(receiver.statistics.videoPacketsTooLate == 1 && receiver.statistics.audioPacketsTooLate == 0)
         // Nothing after the keyframe is broken: no keyframe asked for once it came.
         #expect(plis == plisBefore)
     }

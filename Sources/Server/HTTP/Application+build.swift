@@ -347,6 +347,7 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "packets_recovered_by_nack": Double(receiver.recoveredByNack), "nacks_sent": Double(receiver.nacksSent),
             "plis_sent": Double(receiver.pictureLossIndicationsSent), "jitter_seconds": Double(receiver.videoJitter) / 1_000_000,
             "nack_round_trip_seconds": Double(receiver.nackRoundTrip) / 1_000_000,
+            "audio_packets_too_late": Double(receiver.audioPacketsTooLate), "video_packets_too_late": Double(receiver.videoPacketsTooLate),
             "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures),
             "undeclared_stream_packets": Double(receiver.undeclaredStreamPackets),
             "video_width": Double(receiver.videoWidth), "video_height": Double(receiver.videoHeight),

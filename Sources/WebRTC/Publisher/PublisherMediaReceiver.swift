@@ -52,6 +52,11 @@ public struct ReceiverStatistics: Sendable, Equatable {
     /// The round trip measured from NACKs to the retransmissions answering them (µs, the
     /// video stream's; 0 until one was measured): what spaces the NACK retries.
     public var nackRoundTrip: Int64 = 0
+    /// Packets that came after their reorder buffer had stopped waiting for them (video:
+    /// 150 ms; audio: 40 ms) and were dropped: for audio, sound missing that a longer wait
+    /// would have had in time.
+    public var audioPacketsTooLate: Int64 = 0
+    public var videoPacketsTooLate: Int64 = 0
     public var audioJitter: Int64 = 0
     /// Packets that were not RTP/RTCP of a negotiated stream.
     public var unknownPackets: Int64 = 0
@@ -254,7 +259,9 @@ public struct PublisherMediaReceiver: Sendable {
             statistics.recoveredByNack += 1
         }
         track.keyframes?.packetReceived()
-        _ = track.reorder.insert(packet, sequence: extended, now: now)
+        if track.reorder.insert(packet, sequence: extended, now: now) == .tooLate {
+            if track.kind == .audio { statistics.audioPacketsTooLate &+= 1 } else { statistics.videoPacketsTooLate &+= 1 }
+        }
         let timestamp = track.timestamps.unwrap(packet.timestamp)
         _ = track.clock.packetArrived(timestamp: timestamp, now: now)
         if let id = track.kind == .audio ? audioCaptureTimeID : videoCaptureTimeID,
