@@ -220,7 +220,7 @@ def latency_once(binary, seconds, label, ingest, jitter_ms=0, warmup=35):
         print(f"    the daemon counted: {delivery['late']:.0f} video frames late, {delivery['gap'] * 1000:.0f} ms of sound missing, "
               f"{delivery['steps']:.0f} steps up of the allowance adding {delivery['stepped'] * 1000:.0f} ms; "
               f"packets lost {delivery['lost']:.0f}, dropped for coming after the reorder wait: "
-              f"{delivery['audioTooLate']:.0f} audio (40 ms wait), {delivery['videoTooLate']:.0f} video (150 ms)")
+              f"{delivery['audioTooLate']:.0f} audio (waiting {delivery['audioWait'] * 1000:.0f} ms), {delivery['videoTooLate']:.0f} video (150 ms)")
 
 
 def read_delivery(d):
@@ -234,6 +234,7 @@ def read_delivery(d):
                 "stepped": metric(d, "stage_compositor_whip_latency_stepped_seconds"),
                 "audioTooLate": metric(d, "stage_compositor_whip_audio_packets_too_late"),
                 "videoTooLate": metric(d, "stage_compositor_whip_video_packets_too_late"),
+                "audioWait": metric(d, "stage_compositor_whip_audio_reorder_wait_seconds"),
                 "lost": metric(d, "stage_compositor_whip_packets_lost")}
     except Exception:  # noqa: BLE001 - a daemon that stopped early reports nothing
         return None

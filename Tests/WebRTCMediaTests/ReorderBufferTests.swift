@@ -135,4 +135,103 @@ struct ReorderBufferTests {
         #expect(buffer.packetsLost == 0)
         #expect(reordered > 1000)  // the simulation really reorders
     }
+
+    @Test("a retransmission of a packet already released is a duplicate; one in a skipped gap is too late")
+    func lateDuplicateOrTooLate() {
+        var buffer = Buffer(configuration: .init(maxWait: 100_000, capacity: 64))
+        _ = buffer.insert(1, sequence: 1, now: 0)
+        _ = buffer.insert(3, sequence: 3, now: 0)
+        _ = buffer.insert(2, sequence: 2, now: 5_000)
+        #expect(Self.released(buffer.poll(now: 5_000)) == [1, 2, 3])
+        #expect(buffer.insert(2, sequence: 2, now: 6_000) == .duplicate)  // asked for, came anyway
+        _ = buffer.insert(6, sequence: 6, now: 10_000)
+        #expect(buffer.poll(now: 110_000) == [.lost(4...5, reason: .timedOut), .packet(sequence: 6, 6)])
+        #expect(buffer.insert(5, sequence: 5, now: 120_000) == .tooLate)
+        #expect(buffer.packetsTooLate == 1)
+        #expect(buffer.duplicates == 1)
+    }
+
+    /// Packets every 20 ms (Opus), each delayed by 0...`jitter` µs of seeded network jitter;
+    /// returns the packets lost and the buffer's wait at the end.
+    static func opusThroughJitter(seed: UInt64, jitter: Int64, seconds: Int64,
+                                  configuration: ReorderBufferConfiguration) -> (lost: Int64, tooLate: Int64, wait: Int64, out: [Int64]) {
+        var generator = SeededGenerator(seed: seed)
+        var buffer = Buffer(configuration: configuration)
+        let count = seconds * 50
+        // The first packet starts the sequence (in a session, what came before it is not awaited).
+        let arrivals = (Int64(0)..<count).map { (seq: $0, at: $0 == 0 ? 0 : $0 * 20_000 + Int64.random(in: 0...jitter, using: &generator)) }
+            .sorted { ($0.at, $0.seq) < ($1.at, $1.seq) }
+        var out: [Int64] = []
+        var now: Int64 = 0
+        for arrival in arrivals {
+            // Timers in between, as the receiver's poll at the buffer's deadline.
+            while let deadline = buffer.nextDeadline, deadline > now, deadline < arrival.at {
+                now = deadline
+                out += Self.released(buffer.poll(now: now))
+            }
+            now = arrival.at
+            _ = buffer.insert(arrival.seq, sequence: arrival.seq, now: now)
+            out += Self.released(buffer.poll(now: now))
+        }
+        out += Self.released(buffer.poll(now: now + configuration.maxWait))
+        return (buffer.packetsLost, buffer.packetsTooLate, buffer.wait, out)
+    }
+
+    @Test("the audio wait follows the path's reordering: 0-100 ms of jitter loses nothing, where a 40 ms wait would",
+          arguments: 0..<3)
+    func adaptiveWait(seed: UInt64) {
+        // Packets 20 ms apart, each delayed 0-100 ms: one comes up to 80 ms after the next.
+        let adaptive = Self.opusThroughJitter(seed: 2000 + seed, jitter: 100_000, seconds: 120, configuration: .audio)
+        #expect(adaptive.lost == 0, "seed \(2000 + seed)")
+        let everyPacketInOrder = adaptive.out.elementsEqual(0..<6000)
+        #expect(everyPacketInOrder, "seed \(2000 + seed): \(adaptive.out.count) packets out")
+        // Learned from what it saw: up to 80 ms, plus a quarter.
+        #expect(adaptive.wait > 70_000 && adaptive.wait <= 100_000, "seed \(2000 + seed): wait \(adaptive.wait)")
+        // A fixed 40 ms wait, as before, drops some of the same packets.
+        let fixed = Self.opusThroughJitter(seed: 2000 + seed, jitter: 100_000, seconds: 120,
+                                           configuration: .init(maxWait: 40_000, capacity: 128))
+        #expect(fixed.lost > 0 && fixed.tooLate > 0, "seed \(2000 + seed)")
+    }
+
+    @Test("a clean path's audio wait comes down to the minimum; reordering raises it at once, and it is forgotten after two windows")
+    func adaptiveWaitFollows() {
+        var buffer = Buffer(configuration: .audio)
+        #expect(buffer.wait == 120_000)  // until a window has been seen
+        var now: Int64 = 0
+        var sequence: Int64 = 0
+        func send(_ count: Int, reorderedBy delay: Int64? = nil) {
+            for _ in 0..<count {
+                if let delay {
+                    // sequence + 1 first, then sequence `delay` later.
+                    _ = buffer.insert(sequence + 1, sequence: sequence + 1, now: now)
+                    _ = buffer.poll(now: now)
+                    // The receiver polls at the gap's deadline.
+                    if let deadline = buffer.nextDeadline, deadline < now + delay { _ = buffer.poll(now: deadline) }
+                    _ = buffer.insert(sequence, sequence: sequence, now: now + delay)
+                    _ = buffer.poll(now: now + delay)
+                    sequence += 2
+                    now += 40_000 + delay
+                } else {
+                    _ = buffer.insert(sequence, sequence: sequence, now: now)
+                    _ = buffer.poll(now: now)
+                    sequence += 1
+                    now += 20_000
+                }
+            }
+        }
+        send(501)  // 10 s in order
+        #expect(buffer.wait == 40_000)
+        send(1, reorderedBy: 80_000)  // too late for 40 ms, and learned from
+        #expect(buffer.packetsTooLate == 1)
+        #expect(buffer.wait == 100_000)  // 80 ms + a quarter
+        send(1, reorderedBy: 80_000)  // now in time
+        #expect(buffer.packetsTooLate == 1)
+        send(500)  // the next window: still remembered
+        #expect(buffer.wait == 100_000)
+        send(500)  // two windows without: forgotten
+        #expect(buffer.wait == 40_000)
+        send(1, reorderedBy: 200_000)  // beyond the maximum wait: lost, and the wait is the maximum
+        #expect(buffer.packetsTooLate == 2)
+        #expect(buffer.wait == 120_000)
+    }
 }

@@ -11,7 +11,7 @@
 //     │                            statistics → RTCPReportBlock
 //     ├──► NackGenerator ──── poll → NACK seqs (NackPacker) / gave up / keyframe needed
 //     ▼
-//   ReorderBuffer ─────────── in order; gaps waited for `maxWait` or abandoned
+//   ReorderBuffer ─────────── in order; gaps waited for (video 150 ms, audio as its reordering needs) or abandoned
 //     ▼
 //   H264 / VP8 / Opus depacketizer ── EncodedFrame (timestamp unwrapped by TimestampUnwrapper)
 //     │                               incomplete frame → KeyframeRequester (PLI/FIR)

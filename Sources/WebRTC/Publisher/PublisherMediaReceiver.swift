@@ -53,10 +53,14 @@ public struct ReceiverStatistics: Sendable, Equatable {
     /// video stream's; 0 until one was measured): what spaces the NACK retries.
     public var nackRoundTrip: Int64 = 0
     /// Packets that came after their reorder buffer had stopped waiting for them (video:
-    /// 150 ms; audio: 40 ms) and were dropped: for audio, sound missing that a longer wait
-    /// would have had in time.
+    /// 150 ms; audio: `audioReorderWait`) and were dropped: for audio, sound missing that a
+    /// longer wait would have had in time. (A retransmission of a packet that came after all
+    /// is a duplicate, not counted here.)
     public var audioPacketsTooLate: Int64 = 0
     public var videoPacketsTooLate: Int64 = 0
+    /// How long the audio waits for a packet out of order now (µs): what the reordering of
+    /// the last 10-20 s needed, 40-120 ms (`ReorderBufferConfiguration.audio`).
+    public var audioReorderWait: Int64 = 0
     public var audioJitter: Int64 = 0
     /// Packets that were not RTP/RTCP of a negotiated stream.
     public var unknownPackets: Int64 = 0
@@ -384,6 +388,7 @@ public struct PublisherMediaReceiver: Sendable {
         }
         if let audio = tracks.values.first(where: { $0.kind == .audio }) {
             statistics.audioJitter = Int64(audio.stream.jitter) * 1_000_000 / Int64(max(audio.stream.clockRate, 1))
+            statistics.audioReorderWait = audio.reorder.wait
         }
         statistics.packetsLost = tracks.values.reduce(0) { $0 + max(0, $1.stream.cumulativeLost) }
         statistics.timestampDiscontinuities = tracks.values.reduce(0) { $0 &+ $1.clock.discontinuities }
