@@ -220,7 +220,9 @@ def latency_once(binary, seconds, label, ingest, jitter_ms=0, warmup=35):
         print(f"    the daemon counted: {delivery['late']:.0f} video frames late, {delivery['gap'] * 1000:.0f} ms of sound missing, "
               f"{delivery['steps']:.0f} steps up of the allowance adding {delivery['stepped'] * 1000:.0f} ms; "
               f"packets lost {delivery['lost']:.0f}, dropped for coming after the reorder wait: "
-              f"{delivery['audioTooLate']:.0f} audio (waiting {delivery['audioWait'] * 1000:.0f} ms), {delivery['videoTooLate']:.0f} video (150 ms)")
+              f"{delivery['audioTooLate']:.0f} audio (waiting {delivery['audioWait'] * 1000:.0f} ms), {delivery['videoTooLate']:.0f} video (150 ms); "
+              f"NACKs {delivery['nacks']:.0f}, "
+              f"{delivery['unneeded']:.0f} retransmissions of packets that had come")
 
 
 def read_delivery(d):
@@ -235,6 +237,8 @@ def read_delivery(d):
                 "audioTooLate": metric(d, "stage_compositor_whip_audio_packets_too_late"),
                 "videoTooLate": metric(d, "stage_compositor_whip_video_packets_too_late"),
                 "audioWait": metric(d, "stage_compositor_whip_audio_reorder_wait_seconds"),
+                "nacks": metric(d, "stage_compositor_whip_nacks_sent"),
+                "unneeded": metric(d, "stage_compositor_whip_unneeded_retransmissions"),
                 "lost": metric(d, "stage_compositor_whip_packets_lost")}
     except Exception:  # noqa: BLE001 - a daemon that stopped early reports nothing
         return None

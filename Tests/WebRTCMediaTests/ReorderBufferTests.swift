@@ -234,4 +234,21 @@ struct ReorderBufferTests {
         #expect(buffer.packetsTooLate == 2)
         #expect(buffer.wait == 120_000)
     }
+
+    @Test("a packet of a gap skipped long ago is too late, but teaches the wait nothing")
+    func staleGapTeachesNothing() {
+        var buffer = Buffer(configuration: .audio)
+        var now: Int64 = 0
+        _ = buffer.insert(0, sequence: 0, now: now)
+        _ = buffer.insert(2, sequence: 2, now: now)  // 1 never comes in time
+        _ = buffer.poll(now: 120_000)
+        for sequence in Int64(3)..<1500 {  // 30 s in order
+            now = sequence * 20_000
+            _ = buffer.insert(sequence, sequence: sequence, now: now)
+            _ = buffer.poll(now: now)
+        }
+        #expect(buffer.wait == 40_000)
+        #expect(buffer.insert(1, sequence: 1, now: now) == .tooLate)  // a stray duplicate from the network
+        #expect(buffer.wait == 40_000)
+    }
 }

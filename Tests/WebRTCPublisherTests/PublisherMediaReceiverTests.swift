@@ -278,6 +278,9 @@ struct PublisherMediaReceiverTests {
         let video = run.units.filter { $0.kind == .video }
         #expect(run.originalsLost > 10)
         #expect(receiver.statistics.recoveredByNack == Int64(run.originalsLost))
+        // Every retransmission arrives (none is lost here): it repaired a gap, or it was not needed.
+        #expect(receiver.statistics.recoveredByNack + receiver.statistics.unneededRetransmissions == Int64(run.nacksAnswered),
+                "recovered \(receiver.statistics.recoveredByNack), unneeded \(receiver.statistics.unneededRetransmissions), sent \(run.nacksAnswered)")
         #expect(video.count == min(media.videoFrames.count, 120))
         #expect(video.allSatisfy { $0.codec == .h264 })
         #expect(video.first?.isKeyframe == true)
@@ -464,6 +467,29 @@ struct PublisherMediaReceiverTests {
         #expect(try plis(at: 2_000_000) == 0)
         receiver.requestKeyframe()
         #expect(try plis(at: 2_010_000) == 1)
+    }
+
+    @Test("a retransmission of a packet merely reordered, asked for before it came, is counted as unneeded")
+    func unneededRetransmission() throws {
+        var receiver = PublisherMediaReceiver(negotiation: try negotiation(), configuration: PublisherMediaReceiverConfiguration(senderSSRC: 1))
+        func packet(_ sequence: UInt16) -> RTPPacket {
+            RTPPacket(marker: true, payloadType: 102, sequenceNumber: sequence, timestamp: UInt32(sequence) * 3000,
+                      ssrc: Self.videoSSRC, payload: [0x41, 1, 2, 3])
+        }
+        _ = receiver.receiveRTP(try packet(1).serialized(), now: 0)
+        _ = receiver.receiveRTP(try packet(3).serialized(), now: 1_000)
+        let nacks = receiver.poll(now: 20_000).compactMap { output -> [UInt16]? in
+            guard case .rtcp(let compound) = output else { return nil }
+            return (try? RTCPPacket.parseCompound(compound))?.flatMap { packet -> [UInt16] in
+                if case .genericNack(let nack) = packet { NackPacker.unpack(nack.pairs) } else { [] }
+            }
+        }.flatMap { $0 }
+        #expect(nacks == [2])
+        _ = receiver.receiveRTP(try packet(2).serialized(), now: 25_000)  // the original, late
+        let retransmission = RTXUnwrapper.wrap(packet(2), rtxSSRC: Self.rtxSSRC, rtxPayloadType: 103, rtxSequenceNumber: 1)
+        _ = receiver.receiveRTP(try retransmission.serialized(), now: 30_000)
+        _ = receiver.poll(now: 30_000)
+        #expect(receiver.statistics.unneededRetransmissions == 1)
     }
 
     @Test("packets of streams the offer did not negotiate are counted and dropped")

@@ -95,14 +95,22 @@ class Audio:
         phasor = numpy.exp(-2j * math.pi * hz * n / self.rate)
         return float(2 * abs(numpy.dot(chunk, phasor)) / len(chunk))
 
+    # A live publisher's sound is played up to 1 % fast or slow for a while: drift following,
+    # and the jitter allowance coming down (squeezed, not cut). A tone is looked for that far
+    # around its pitch: a 100 ms slice sees only 5 Hz either side, and 1 % of 1390 Hz is 14 Hz
+    # (the slice then reads a fifth of the tone's level).
+    PITCH_TOLERANCE = 0.012
+
     def tone_level(self, hz, start, end, window=0.1):
-        """The median over `window`-second slices of the `hz` amplitude: tells whether a tone
-        sounds, tolerant of the small pitch changes drift following makes (a 100 ms slice is
-        10 Hz wide) and of a click or two."""
+        """The median over `window`-second slices of the `hz` amplitude, the largest within
+        PITCH_TOLERANCE of `hz` in each slice: tells whether a tone sounds, tolerant of the
+        pitch changes of drift following and of a shrinking jitter allowance, and of a click
+        or two."""
+        pitches = [hz * (1 + self.PITCH_TOLERANCE * k / 3) for k in range(-3, 4)]
         levels = []
         t = start
         while t + window <= end:
-            levels.append(self.tone(hz, t, t + window))
+            levels.append(max(self.tone(pitch, t, t + window) for pitch in pitches))
             t += window
         return float(numpy.median(levels)) if levels else 0.0
 

@@ -349,6 +349,7 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
             "nack_round_trip_seconds": Double(receiver.nackRoundTrip) / 1_000_000,
             "audio_packets_too_late": Double(receiver.audioPacketsTooLate), "video_packets_too_late": Double(receiver.videoPacketsTooLate),
             "audio_reorder_wait_seconds": Double(receiver.audioReorderWait) / 1_000_000,
+            "unneeded_retransmissions": Double(receiver.unneededRetransmissions),
             "bitrate_bps": Double(bitsPerSecond), "srtp_auth_failures": Double(statistics.srtp.authenticationFailures),
             "undeclared_stream_packets": Double(receiver.undeclaredStreamPackets),
             "video_width": Double(receiver.videoWidth), "video_height": Double(receiver.videoHeight),

@@ -80,7 +80,7 @@ public final class ServerMetrics: Sendable {
 
     /// Per-WHIP-participant gauges, by participant ID (removed when the participant leaves).
     private let whipGauges = Mutex<[String: [String: Gauge]]>([:])
-    static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent", "nack_round_trip_seconds", "audio_packets_too_late", "video_packets_too_late", "audio_reorder_wait_seconds",
+    static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent", "nack_round_trip_seconds", "audio_packets_too_late", "video_packets_too_late", "audio_reorder_wait_seconds", "unneeded_retransmissions",
                                  "jitter_seconds", "bitrate_bps", "srtp_auth_failures", "undeclared_stream_packets", "video_width", "video_height",
                                  "simulcast_layers", "simulcast_switches", "frames_of_other_layers",
                                  "audio_capture_times", "video_capture_times", "srtp_streams_refused", "dtls_datagrams_dropped",

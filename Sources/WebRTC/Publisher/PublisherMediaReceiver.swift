@@ -52,6 +52,9 @@ public struct ReceiverStatistics: Sendable, Equatable {
     /// The round trip measured from NACKs to the retransmissions answering them (µs, the
     /// video stream's; 0 until one was measured): what spaces the NACK retries.
     public var nackRoundTrip: Int64 = 0
+    /// Retransmissions of video packets not awaited any more (they had come after all, or
+    /// were given up): the publisher's bandwidth spent for nothing.
+    public var unneededRetransmissions: Int64 = 0
     /// Packets that came after their reorder buffer had stopped waiting for them (video:
     /// 150 ms; audio: `audioReorderWait`) and were dropped: for audio, sound missing that a
     /// longer wait would have had in time. (A retransmission of a packet that came after all
@@ -391,6 +394,7 @@ public struct PublisherMediaReceiver: Sendable {
             statistics.audioReorderWait = audio.reorder.wait
         }
         statistics.packetsLost = tracks.values.reduce(0) { $0 + max(0, $1.stream.cumulativeLost) }
+        statistics.unneededRetransmissions = tracks.values.reduce(0) { $0 &+ ($1.nack?.spuriousRetransmissions ?? 0) }
         statistics.timestampDiscontinuities = tracks.values.reduce(0) { $0 &+ $1.clock.discontinuities }
         if let layers {
             statistics.simulcastLayers = layers.layerCount

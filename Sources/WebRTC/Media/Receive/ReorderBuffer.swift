@@ -130,7 +130,8 @@ public struct ReorderBuffer<Element: Sendable>: Sendable {
                 return .duplicate
             }
             packetsTooLate &+= 1
-            if gap.waited { observeDelay(now &- gap.since) }
+            // A gap skipped long ago (a stray duplicate from the network) says nothing of now.
+            if gap.waited, now &- gap.since < configuration.reorderWindow { observeDelay(now &- gap.since) }
             return .tooLate
         }
         if sequence <= highest {
@@ -247,7 +248,7 @@ public struct ReorderBuffer<Element: Sendable>: Sendable {
         }
         let elapsed = now &- start
         guard elapsed >= configuration.reorderWindow else { return }
-        previousMaximumDelay = elapsed >= 2 * configuration.reorderWindow ? 0 : currentMaximumDelay
+        previousMaximumDelay = elapsed &- configuration.reorderWindow >= configuration.reorderWindow ? 0 : currentMaximumDelay
         currentMaximumDelay = 0
         reorderWindowStart = now
         updateWait()
