@@ -84,8 +84,10 @@ fi
 
 make_inputs() { # name participants size
   local dir=$inputs/$content-$1-$duration
-  [[ -f $dir/manifest.json ]] ||
-    scripts/make-fixture.sh --content "$content" --out "$dir" --participants "$2" --size "$3" --duration "$duration" >/dev/null
+  if [[ ! -f $dir/manifest.json ]]; then
+    scripts/make-fixture.sh --content "$content" --out "$dir" --participants "$2" --size "$3" --duration "$duration" >/dev/null ||
+      { echo "could not make the inputs in $dir" >&2; return 1; }
+  fi
   echo "$dir"
 }
 
@@ -132,14 +134,15 @@ x264_args() { # bitrate threads
 }
 AAC_ARGS=(-c:a aac -b:a 128k -ar 48000 -ac 2)
 
-# ffmpeg equivalent of our grid: bilinear scaling, amix, libx264 with our settings, AAC, HLS.
+# ffmpeg equivalent of our grid: bilinear scaling (FF_SCALE=area gives it our TileScaler's
+# swscale flags), amix, libx264 with our settings, AAC, HLS.
 # Its decoders keep ffmpeg's own threading (frame threads); x264 gets our thread count.
 ffmpeg_cmd() { # stage crop columns rows tile_w tile_h gap out_w out_h bitrate out_dir
   local stage=$1 crop=$2 cols=$3 rows=$4 tw=$5 th=$6 gap=$7 ow=$8 oh=$9 bitrate=${10} out=${11}
   local files=() filter n
   for f in $(participant_files "$stage"); do files+=(-i "$f"); done
   n=$((${#files[@]} / 2))
-  filter="$(grid_graph 0 "$n" bilinear "$crop" "$cols" "$rows" "$tw" "$th" "$gap" "$ow" "$oh" v);"
+  filter="$(grid_graph 0 "$n" "${FF_SCALE:-bilinear}" "$crop" "$cols" "$rows" "$tw" "$th" "$gap" "$ow" "$oh" v);"
   for ((i = 0; i < n; i++)); do filter+="[$i:a]"; done
   filter+="amix=inputs=$n:normalize=0,aresample=48000,aformat=channel_layouts=stereo[a]"
   mkdir -p "$out"
@@ -220,14 +223,15 @@ decode_floor_cmd() { # stage
 }
 
 # The codec floor, part 2: encoding the output alone with our settings and threads. The
-# pictures are the composite itself (the scenario's grid, composed by another ffmpeg and
-# piped in raw, so its work is not counted); the audio a stereo tone.
+# pictures are the composite itself (the scenario's grid, composed by another ffmpeg with our
+# TileScaler's swscale flags and piped in raw, so its work is not counted); the audio a
+# stereo tone.
 encode_floor_cmd() { # stage crop cols rows tile_w tile_h gap out_w out_h bitrate
   local stage=$1 ow=$8 oh=$9 bitrate=${10} files=() n
   for f in $(participant_files "$stage"); do files+=(-i "$f"); done
   n=$((${#files[@]} / 2))
   RAW_ARGS=(ffmpeg -nostdin -v error "${files[@]}"
-    -filter_complex "$(grid_graph 0 "$n" bilinear "$2" "$3" "$4" "$5" "$6" "$7" "$ow" "$oh" v)"
+    -filter_complex "$(grid_graph 0 "$n" area "$2" "$3" "$4" "$5" "$6" "$7" "$ow" "$oh" v)"
     -map "[v]" -f rawvideo -pix_fmt yuv420p -)
   x264_args "$bitrate" "$(x264_threads "$ow" "$oh")"
   ENCODE_ARGS=(ffmpeg -nostdin -v error -f rawvideo -pix_fmt yuv420p -video_size "${ow}x${oh}" -framerate 30 -i -

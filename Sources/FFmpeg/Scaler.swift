@@ -68,8 +68,14 @@ extension Frame {
 /// tie, and a 1.5x upscale (360p on a 1080p 2x2 grid) is slower and worse.
 public final class TileScaler {
     private var context: OpaquePointer?
-    /// Bilinear: the quality/speed point ffmpeg's own scale filter users pick for live mixes.
-    private let flags = SWS_BILINEAR
+    /// Area averaging: for a downscale, each output pixel is the mean of the source area it
+    /// covers; an upscale is bilinear. It reads fewer taps than swscale's bilinear, which
+    /// widens its triangle to twice the ratio (8 taps a row for 1280x719 -> 638x358, 4 for
+    /// area), and it is sharper. benchmarks/scaler (SSIM-Y against a Lanczos-3 scale): the
+    /// (a) tile 1.5x as fast, photograph 0.983 against bilinear's 0.977; the (b) tile as fast,
+    /// 0.986 against 0.980; a 4x picture-in-picture 1.3-1.6x as fast, 0.979 against 0.981 on
+    /// the photograph and at least as good on the synthetic sources; upscales identical.
+    private let flags = SWS_AREA
     // Pointer/stride arrays for sws_scale, allocated once (no per-frame allocation).
     private let srcPointers = UnsafeMutablePointer<UnsafePointer<UInt8>?>.allocate(capacity: 4)
     private let srcStrides = UnsafeMutablePointer<Int32>.allocate(capacity: 4)

@@ -51,6 +51,40 @@ import Testing
         #expect(wrongCount == 0, "pixels that are not the crop's: \(wrong.prefix(5))")
     }
 
+    /// A tile scaled down by a whole factor is the mean of each source block it covers (area
+    /// averaging, which reads half the taps of swscale's bilinear at the grid's 2:1 and is
+    /// sharper: bilinear's triangle spans twice the block). Seeded noise, so any other
+    /// weighting misses the block means by far more than rounding.
+    @Test(arguments: [2, 4])
+    func downscaleAveragesTheCoveredArea(factor: Int) throws {
+        let source = try Frame(yuv420Width: 128, height: 64)
+        paint(source, y: 0)
+        let planes = source.yuvPlanes
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for row in 0..<64 {
+            for column in 0..<128 {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                planes.y[row * planes.yStride + column] = UInt8(truncatingIfNeeded: state >> 56)
+            }
+        }
+        let canvas = try Frame(yuv420Width: 128, height: 64)
+        paint(canvas, y: 200)
+        let destination = PixelRect(x: 0, y: 0, width: 128 / factor, height: 64 / factor)
+        try TileScaler().scale(source, crop: PixelRect(x: 0, y: 0, width: 128, height: 64), into: canvas, destination: destination)
+        var worst = 0
+        for row in 0..<destination.height {
+            for column in 0..<destination.width {
+                var sum = 0
+                for dy in 0..<factor {
+                    for dx in 0..<factor { sum += Int(planes.y[(row * factor + dy) * planes.yStride + column * factor + dx]) }
+                }
+                let mean = Double(sum) / Double(factor * factor)
+                worst = max(worst, Int((abs(Double(canvas.yuv(atX: column, y: row).y) - mean)).rounded(.up)))
+            }
+        }
+        #expect(worst <= 1, "an output pixel is \(worst) from the mean of the \(factor)x\(factor) block it covers")
+    }
+
     @Test func rotationMovesPixelsClockwise() throws {
         // 4x2 luma:  0 1 2 3 / 4 5 6 7  →  90° clockwise (2x4):  4 0 / 5 1 / 6 2 / 7 3
         let source = try Frame(yuv420Width: 4, height: 2)

@@ -1,7 +1,7 @@
 // Tile scaler shoot-out: FFmpeg's swscale against Debian's libyuv for TileScaler.
 //
 // TileScaler (Sources/FFmpeg/Scaler.swift) scales a crop of a decoded YUV420P frame straight
-// into a rectangle of the YUV420P output canvas with one sws_scale call (SWS_BILINEAR, cached
+// into a rectangle of the YUV420P output canvas with one sws_scale call (SWS_AREA, cached
 // context) per tile per output frame. This program does exactly that call for each tile
 // geometry of our scenarios, and the same job with libyuv's I420Scale (kFilterLinear,
 // kFilterBilinear, kFilterBox), plus a few other swscale flags for scale, and reports:
@@ -168,7 +168,8 @@ typedef struct {
 } Method;
 
 static const Method methods[] = {
-    { "sws-bilinear (ours)", SWS_BILINEAR, kFilterNone },
+    { "sws-area (ours)", SWS_AREA, kFilterNone },
+    { "sws-bilinear", SWS_BILINEAR, kFilterNone },
     { "sws-fast-bilinear", SWS_FAST_BILINEAR, kFilterNone },
     { "sws-bicubic", SWS_BICUBIC, kFilterNone },
     { "sws-lanczos-accurate", SWS_LANCZOS | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_BITEXACT, kFilterNone },
@@ -372,7 +373,7 @@ static void outside_check(const Picture *canvas, const Case *c, uint8_t sentinel
 
 static FILE *open_dump(const char *dir, const char *case_name, const char *method) {
     char path[1024];
-    int n = (int)strcspn(method, " ");  // "sws-bilinear (ours)" -> "sws-bilinear"
+    int n = (int)strcspn(method, " ");  // "sws-area (ours)" -> "sws-area"
     snprintf(path, sizeof path, "%s/%s-%.*s.yuv", dir, case_name, n, method);
     FILE *f = fopen(path, "wb");
     if (!f) { perror(path); exit(1); }
