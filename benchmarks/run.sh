@@ -134,7 +134,7 @@ x264_args() { # bitrate threads
 }
 AAC_ARGS=(-c:a aac -b:a 128k -ar 48000 -ac 2)
 
-# ffmpeg equivalent of our grid: bilinear scaling (FF_SCALE=area gives it our TileScaler's
+# ffmpeg equivalent of our grid: bilinear scaling (FF_SCALE=experimental gives it our TileScaler's
 # swscale flags), amix, libx264 with our settings, AAC, HLS.
 # Its decoders keep ffmpeg's own threading (frame threads); x264 gets our thread count.
 ffmpeg_cmd() { # stage crop columns rows tile_w tile_h gap out_w out_h bitrate out_dir
@@ -231,7 +231,7 @@ encode_floor_cmd() { # stage crop cols rows tile_w tile_h gap out_w out_h bitrat
   for f in $(participant_files "$stage"); do files+=(-i "$f"); done
   n=$((${#files[@]} / 2))
   RAW_ARGS=(ffmpeg -nostdin -v error "${files[@]}"
-    -filter_complex "$(grid_graph 0 "$n" area "$2" "$3" "$4" "$5" "$6" "$7" "$ow" "$oh" v)"
+    -filter_complex "$(grid_graph 0 "$n" experimental "$2" "$3" "$4" "$5" "$6" "$7" "$ow" "$oh" v)"
     -map "[v]" -f rawvideo -pix_fmt yuv420p -)
   x264_args "$bitrate" "$(x264_threads "$ow" "$oh")"
   ENCODE_ARGS=(ffmpeg -nostdin -v error -f rawvideo -pix_fmt yuv420p -video_size "${ow}x${oh}" -framerate 30 -i -

@@ -63,19 +63,26 @@ extension Frame {
 ///
 /// libyuv's I420Scale was measured against it (benchmarks/scaler: speed, and SSIM against a
 /// double-precision Lanczos-3 scale) and kept out. It wins only at exact 2x and 4x ratios,
-/// which the grid's 2-pixel gap never makes: for the grid's real 1280x719 → 638x358 tile it
-/// is 1.1x as fast with SSIM-Y 0.932 against 0.977 on a photograph, 640x359 → 478x268 is a
-/// tie, and a 1.5x upscale (360p on a 1080p 2x2 grid) is slower and worse.
+/// which the grid's 2-pixel gap never makes: for the grid's real 1280x719 → 638x358 tile its
+/// bilinear filter takes 465 µs against our 381 µs with SSIM-Y 0.932 against 0.984 on a
+/// photograph, and a 1.5x upscale (360p on a 1080p 2x2 grid) is slower and worse.
 public final class TileScaler {
     private var context: OpaquePointer?
-    /// Area averaging: for a downscale, each output pixel is the mean of the source area it
-    /// covers; an upscale is bilinear. It reads fewer taps than swscale's bilinear, which
-    /// widens its triangle to twice the ratio (8 taps a row for 1280x719 -> 638x358, 4 for
-    /// area), and it is sharper. benchmarks/scaler (SSIM-Y against a Lanczos-3 scale): the
-    /// (a) tile 1.5x as fast, photograph 0.983 against bilinear's 0.977; the (b) tile as fast,
-    /// 0.986 against 0.980; a 4x picture-in-picture 1.3-1.6x as fast, 0.979 against 0.981 on
-    /// the photograph and at least as good on the synthetic sources; upscales identical.
-    private let flags = SWS_AREA
+    /// swscale's raised-cosine filter (SWS_X, "experimental" in ffmpeg's scale flags, exponent
+    /// 1: a Hann window one output pixel either side of the centre, on the output grid when
+    /// shrinking and on the source grid when enlarging). Its ends fall to zero smoothly, so
+    /// swscale trims them and a row needs 4 taps at the grid's 2.006:1 (1280x719 -> 638x358),
+    /// where bilinear, whose triangle swscale widens to twice the ratio, needs 8.
+    /// At that ratio it keeps 0.79 of a 0.3-cycle-per-pixel pattern (bilinear 0.74, area
+    /// averaging 0.83) and lets 0.12 of a 0.8-cycle one through as aliasing (bilinear 0.06,
+    /// area 0.18). benchmarks/scaler, against a Lanczos-3 scale, on a photograph: (a) tile
+    /// SSIM-Y 0.984 (bilinear 0.977, area 0.983) at area's speed, 1.35x bilinear's; (b) tile
+    /// 0.986 (0.980, 0.986); a 4x picture-in-picture 0.987 (0.981, 0.979) at bilinear's
+    /// speed; 1.5x and 2x enlargements 0.979 and 0.974 (both others 0.976 and 0.971) at the
+    /// same speed. After x264 at the scenarios' bitrates (benchmarks/run.sh) it beats
+    /// bilinear's SSIM, where area averaging fell short at 2:1: sensor noise it passes
+    /// costs bits.
+    private let flags = SWS_X
     // Pointer/stride arrays for sws_scale, allocated once (no per-frame allocation).
     private let srcPointers = UnsafeMutablePointer<UnsafePointer<UInt8>?>.allocate(capacity: 4)
     private let srcStrides = UnsafeMutablePointer<Int32>.allocate(capacity: 4)

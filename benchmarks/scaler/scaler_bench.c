@@ -1,7 +1,7 @@
 // Tile scaler shoot-out: FFmpeg's swscale against Debian's libyuv for TileScaler.
 //
 // TileScaler (Sources/FFmpeg/Scaler.swift) scales a crop of a decoded YUV420P frame straight
-// into a rectangle of the YUV420P output canvas with one sws_scale call (SWS_AREA, cached
+// into a rectangle of the YUV420P output canvas with one sws_scale call (SWS_X, cached
 // context) per tile per output frame. This program does exactly that call for each tile
 // geometry of our scenarios, and the same job with libyuv's I420Scale (kFilterLinear,
 // kFilterBilinear, kFilterBox), plus a few other swscale flags for scale, and reports:
@@ -165,17 +165,20 @@ typedef struct {
     const char *name;
     int sws_flags;           // swscale when non-zero
     enum FilterMode filter;  // libyuv otherwise
+    double param;            // swscale's param[0] when non-zero (SWS_X's exponent)
 } Method;
 
 static const Method methods[] = {
-    { "sws-area (ours)", SWS_AREA, kFilterNone },
-    { "sws-bilinear", SWS_BILINEAR, kFilterNone },
-    { "sws-fast-bilinear", SWS_FAST_BILINEAR, kFilterNone },
-    { "sws-bicubic", SWS_BICUBIC, kFilterNone },
-    { "sws-lanczos-accurate", SWS_LANCZOS | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_BITEXACT, kFilterNone },
-    { "yuv-linear", 0, kFilterLinear },
-    { "yuv-bilinear", 0, kFilterBilinear },
-    { "yuv-box", 0, kFilterBox },
+    { "sws-x (ours)", SWS_X, kFilterNone, 0 },
+    { "sws-x-1.3", SWS_X, kFilterNone, 1.3 },
+    { "sws-area", SWS_AREA, kFilterNone, 0 },
+    { "sws-bilinear", SWS_BILINEAR, kFilterNone, 0 },
+    { "sws-fast-bilinear", SWS_FAST_BILINEAR, kFilterNone, 0 },
+    { "sws-bicubic", SWS_BICUBIC, kFilterNone, 0 },
+    { "sws-lanczos-accurate", SWS_LANCZOS | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_BITEXACT, kFilterNone, 0 },
+    { "yuv-linear", 0, kFilterLinear, 0 },
+    { "yuv-bilinear", 0, kFilterBilinear, 0 },
+    { "yuv-box", 0, kFilterBox, 0 },
 };
 enum { METHODS = sizeof methods / sizeof methods[0] };
 
@@ -191,7 +194,7 @@ static void scaler_init(Scaler *s, const Case *c, const Method *m) {
     s->sws = NULL;
     if (m->sws_flags) {
         s->sws = sws_getContext(c->cw, c->ch, AV_PIX_FMT_YUV420P, c->dw, c->dh, AV_PIX_FMT_YUV420P,
-                                m->sws_flags, NULL, NULL, NULL);
+                                m->sws_flags, NULL, NULL, m->param != 0 ? (const double[2]){ m->param, SWS_PARAM_DEFAULT } : NULL);
         if (!s->sws) { fprintf(stderr, "%s: no swscale context for %s\n", c->name, m->name); exit(1); }
     }
 }
@@ -373,7 +376,7 @@ static void outside_check(const Picture *canvas, const Case *c, uint8_t sentinel
 
 static FILE *open_dump(const char *dir, const char *case_name, const char *method) {
     char path[1024];
-    int n = (int)strcspn(method, " ");  // "sws-area (ours)" -> "sws-area"
+    int n = (int)strcspn(method, " ");  // "sws-x (ours)" -> "sws-x"
     snprintf(path, sizeof path, "%s/%s-%.*s.yuv", dir, case_name, n, method);
     FILE *f = fopen(path, "wb");
     if (!f) { perror(path); exit(1); }
