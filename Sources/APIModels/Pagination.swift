@@ -20,17 +20,24 @@ public enum Pagination {
     public static func page<Item>(
         _ items: [Item], key: (Item) -> String, nextToken: String?, maxResults: Int?, defaultMaxResults: Int
     ) throws(APIError) -> (items: [Item], nextToken: String?) {
-        let limit = maxResults ?? defaultMaxResults
-        guard limit >= 1 else { throw Rule.fail("maxResults", "must be at least 1 (got \(limit))") }
+        let (after, limit) = try start(nextToken: nextToken, maxResults: maxResults, defaultMaxResults: defaultMaxResults)
         let sorted = items.map { (key($0), $0) }.sorted { $0.0 < $1.0 }
         var remaining = sorted[...]
-        if let nextToken, !nextToken.isEmpty {
-            let after = try decodeToken(nextToken)
-            remaining = sorted.drop { $0.0 <= after }
-        }
+        if let after { remaining = sorted.drop { $0.0 <= after } }
         let page = remaining.prefix(limit)
         let token = remaining.count > limit ? page.last.map { encodeToken(lastKey: $0.0) } : nil
         return (page.map(\.1), token)
+    }
+
+    /// Where a page starts: after the key in `nextToken` (nil for the first page), with at
+    /// most `maxResults` items (else `defaultMaxResults`). A token this service did not make
+    /// is a ValidationException.
+    public static func start(nextToken: String?, maxResults: Int?, defaultMaxResults: Int)
+        throws(APIError) -> (after: String?, limit: Int) {
+        let limit = maxResults ?? defaultMaxResults
+        guard limit >= 1 else { throw Rule.fail("maxResults", "must be at least 1 (got \(limit))") }
+        guard let nextToken, !nextToken.isEmpty else { return (nil, limit) }
+        return (try decodeToken(nextToken), limit)
     }
 
     static let tokenPrefix = "v1:"
@@ -42,7 +49,9 @@ public enum Pagination {
 
     static func decodeToken(_ token: String) throws(APIError) -> String {
         guard let data = Data(base64Encoded: token),
-              let text = String(data: data, encoding: .utf8), text.hasPrefix(tokenPrefix) else {
+              let text = String(data: data, encoding: .utf8), text.hasPrefix(tokenPrefix),
+              // No key this service issues holds a NUL, which PostgreSQL's text cannot.
+              !text.utf8.contains(0) else {
             throw Rule.fail("nextToken", "is not a token returned by this service")
         }
         return String(text.dropFirst(tokenPrefix.count))

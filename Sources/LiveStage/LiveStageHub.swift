@@ -57,11 +57,15 @@ public struct LiveParticipantIdentity: Sendable, Equatable {
     public var participantId: String
     public var userId: String
     public var attributes: [String: String]
+    /// A replica (participant replication): the stage ARN of the participant it copies. A
+    /// replica is never a source of replication, nor a reconnect of its own source.
+    public var replicaOf: String?
 
-    public init(participantId: String, userId: String, attributes: [String: String]) {
+    public init(participantId: String, userId: String, attributes: [String: String], replicaOf: String? = nil) {
         self.participantId = participantId
         self.userId = userId
         self.attributes = attributes
+        self.replicaOf = replicaOf
     }
 }
 

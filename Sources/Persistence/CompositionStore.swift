@@ -155,22 +155,54 @@ public enum StoredDocument {
     }
 }
 
+/// One page of a keyset-paged read: rows in key order after a given key, at most a limit.
+/// The next page starts after `nextKey`, so every page costs the same wherever it starts and
+/// memory follows the page, not the table.
+public struct KeysetPage<Item: Sendable>: Sendable {
+    public var items: [Item]
+    /// The last row's key when more rows follow; nil on the last page.
+    public var nextKey: String?
+
+    public init(items: [Item], nextKey: String?) {
+        self.items = items
+        self.nextKey = nextKey
+    }
+
+    /// From up to `limit + 1` rows read in key order: the first `limit`, and whether more follow.
+    public init(reading rows: [(key: String, item: Item)], limit: Int) {
+        items = rows.prefix(limit).map(\.item)
+        nextKey = rows.count > limit ? rows[limit - 1].key : nil
+    }
+
+    /// What a store reads at most per page (a List operation asks for at most 100).
+    public static var limits: ClosedRange<Int> { 1...1_000 }
+
+    /// `limit` brought into `limits`.
+    public static func clamped(_ limit: Int) -> Int { min(max(limit, limits.lowerBound), limits.upperBound) }
+}
+
 /// Durable control-plane state. Every call is one transaction; `put` inserts or replaces.
+///
+/// The `(after:limit:)` reads page by ARN in byte order: rows whose ARN is greater than
+/// `after` (every row when nil), at most `limit` (clamped to `KeysetPage.limits`).
 public protocol CompositionStore: Sendable {
     func putEncoderConfiguration(_ value: EncoderConfiguration) async throws(PersistenceError)
     func encoderConfiguration(arn: String) async throws(PersistenceError) -> EncoderConfiguration?
     func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration]
+    func encoderConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<EncoderConfiguration>
     /// Returns whether something was deleted.
     func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool
 
     func putStorageConfiguration(_ value: StorageConfiguration) async throws(PersistenceError)
     func storageConfiguration(arn: String) async throws(PersistenceError) -> StorageConfiguration?
     func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration]
+    func storageConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StorageConfiguration>
     func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool
 
     func putStage(_ value: StoredStage) async throws(PersistenceError)
     func stage(arn: String) async throws(PersistenceError) -> StoredStage?
     func stages() async throws(PersistenceError) -> [StoredStage]
+    func stages(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredStage>
     func deleteStage(arn: String) async throws(PersistenceError) -> Bool
 
     func putIngestConfiguration(_ value: StoredIngestConfiguration) async throws(PersistenceError)
@@ -179,6 +211,7 @@ public protocol CompositionStore: Sendable {
     /// runs for every RTMP publish attempt).
     func ingestConfiguration(streamKey: String) async throws(PersistenceError) -> StoredIngestConfiguration?
     func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration]
+    func ingestConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredIngestConfiguration>
     func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool
 
     /// Inserts or replaces a stage session (keyed by stage ARN and session ID).
@@ -203,16 +236,38 @@ public protocol CompositionStore: Sendable {
     /// Open sessions are never pruned.
     func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError)
 
+    /// WHIP participants revoked by DisconnectParticipant (a `<stage ARN>/<participant ID>`
+    /// key), until their token's expiry in seconds since 1970: kept in the store so that a
+    /// restart, or another node of the fleet, still refuses the revoked token. A later
+    /// revocation of the same participant keeps the later expiry.
+    func putRevocation(key: String, until seconds: Int64) async throws(PersistenceError)
+    /// The revocation's expiry, if the key is revoked (expired ones may still be returned:
+    /// the caller compares with its clock).
+    func revocation(key: String) async throws(PersistenceError) -> Int64?
+    /// Forgets revocations that expired before `seconds`.
+    func pruneRevocations(expiredBefore seconds: Int64) async throws(PersistenceError)
+
+    /// Takes a fleet call's nonce until `until` (ms since 1970), forgetting nonces whose time
+    /// has passed (`now`): false when it is taken already (a replayed call). Kept in the
+    /// shared database, so a call replayed to another node is refused there too.
+    func claimFleetNonce(_ nonce: String, until: Int64, now: Int64) async throws(PersistenceError) -> Bool
+
     func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError)
     func publicKey(arn: String) async throws(PersistenceError) -> StoredPublicKey?
     /// Ordered by ARN.
     func publicKeys() async throws(PersistenceError) -> [StoredPublicKey]
+    func publicKeys(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredPublicKey>
     func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool
 
     func putComposition(_ value: StoredComposition) async throws(PersistenceError)
     func composition(arn: String) async throws(PersistenceError) -> StoredComposition?
     func compositions() async throws(PersistenceError) -> [StoredComposition]
+    /// `stageArn`: only that stage's compositions.
+    func compositions(stageArn: String?, after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredComposition>
     func deleteComposition(arn: String) async throws(PersistenceError) -> Bool
+
+    /// How many resources of `kind` are stored (what a quota counts), without reading them.
+    func count(_ kind: DocumentTable) async throws(PersistenceError) -> Int
 }
 
 extension CompositionStore {

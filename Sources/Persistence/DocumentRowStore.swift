@@ -3,7 +3,7 @@
 // CompositionStore calls for those resources are written once, here.
 public import APIModels
 
-/// The tables keyed by ARN.
+/// The resources keyed by ARN (a table each in the SQL stores).
 public enum DocumentTable: Sendable, CaseIterable {
     case encoderConfiguration, storageConfiguration, stage, composition, ingestConfiguration, publicKey
 }
@@ -15,6 +15,12 @@ public protocol DocumentRowStore: CompositionStore {
     func document<T: Decodable & Sendable>(_ type: T.Type, arn: String, in table: DocumentTable) async throws(PersistenceError) -> T?
     /// Every row's document, by ARN in byte order.
     func documents<T: Decodable & Sendable>(_ type: T.Type, in table: DocumentTable) async throws(PersistenceError) -> [T]
+    /// The rows after `after` by ARN in byte order, at most `limit` (read as `limit + 1` rows,
+    /// `WHERE arn > ? ORDER BY arn LIMIT ?`, to know whether more follow). `stageArn` keeps
+    /// only that stage's rows; only the composition table has the column.
+    func documents<T: Decodable & Sendable>(_ type: T.Type, in table: DocumentTable, after: String?, limit: Int,
+                                            stageArn: String?) async throws(PersistenceError) -> KeysetPage<T>
+    func countDocuments(in table: DocumentTable) async throws(PersistenceError) -> Int
     /// Whether a row was deleted.
     func deleteDocument(arn: String, in table: DocumentTable) async throws(PersistenceError) -> Bool
 }
@@ -29,6 +35,9 @@ extension DocumentRowStore {
     public func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration] {
         try await documents(EncoderConfiguration.self, in: .encoderConfiguration)
     }
+    public func encoderConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<EncoderConfiguration> {
+        try await documents(EncoderConfiguration.self, in: .encoderConfiguration, after: after, limit: limit, stageArn: nil)
+    }
     public func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool {
         try await deleteDocument(arn: arn, in: .encoderConfiguration)
     }
@@ -41,6 +50,9 @@ extension DocumentRowStore {
     }
     public func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration] {
         try await documents(StorageConfiguration.self, in: .storageConfiguration)
+    }
+    public func storageConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StorageConfiguration> {
+        try await documents(StorageConfiguration.self, in: .storageConfiguration, after: after, limit: limit, stageArn: nil)
     }
     public func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool {
         try await deleteDocument(arn: arn, in: .storageConfiguration)
@@ -55,6 +67,9 @@ extension DocumentRowStore {
     public func stages() async throws(PersistenceError) -> [StoredStage] {
         try await documents(StoredStage.self, in: .stage)
     }
+    public func stages(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredStage> {
+        try await documents(StoredStage.self, in: .stage, after: after, limit: limit, stageArn: nil)
+    }
     public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
         try await deleteDocument(arn: arn, in: .stage)
     }
@@ -64,6 +79,9 @@ extension DocumentRowStore {
     }
     public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
         try await documents(StoredIngestConfiguration.self, in: .ingestConfiguration)
+    }
+    public func ingestConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredIngestConfiguration> {
+        try await documents(StoredIngestConfiguration.self, in: .ingestConfiguration, after: after, limit: limit, stageArn: nil)
     }
     public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
         try await deleteDocument(arn: arn, in: .ingestConfiguration)
@@ -78,6 +96,9 @@ extension DocumentRowStore {
     public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
         try await documents(StoredPublicKey.self, in: .publicKey)
     }
+    public func publicKeys(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredPublicKey> {
+        try await documents(StoredPublicKey.self, in: .publicKey, after: after, limit: limit, stageArn: nil)
+    }
     public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
         try await deleteDocument(arn: arn, in: .publicKey)
     }
@@ -87,6 +108,13 @@ extension DocumentRowStore {
     }
     public func compositions() async throws(PersistenceError) -> [StoredComposition] {
         try await documents(StoredComposition.self, in: .composition)
+    }
+    public func compositions(stageArn: String?, after: String?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredComposition> {
+        try await documents(StoredComposition.self, in: .composition, after: after, limit: limit, stageArn: stageArn)
+    }
+    public func count(_ kind: DocumentTable) async throws(PersistenceError) -> Int {
+        try await countDocuments(in: kind)
     }
     public func deleteComposition(arn: String) async throws(PersistenceError) -> Bool {
         try await deleteDocument(arn: arn, in: .composition)

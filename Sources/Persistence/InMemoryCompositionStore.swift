@@ -15,9 +15,22 @@ public final class InMemoryCompositionStore: CompositionStore {
         var events: [String: [(participantId: String, event: ParticipantEvent)]] = [:]
         var joinCounter = 0
         var publicKeys: [String: StoredPublicKey] = [:]
+        var revocations: [String: Int64] = [:]
+        var fleetNonces: [String: Int64] = [:]
     }
 
     private static func key(_ stageArn: String, _ sessionId: String) -> String { stageArn + " " + sessionId }
+
+    /// The SQL stores' keyset page over a dictionary keyed by ARN: the rows after `after` in
+    /// byte order (Swift compares strings by Unicode scalars, which for UTF-8 is byte order).
+    private static func page<Item>(_ rows: [String: Item], after: String?, limit: Int,
+                                   where keep: (Item) -> Bool = { _ in true }) -> KeysetPage<Item> {
+        let limit = KeysetPage<Item>.clamped(limit), after = after ?? ""
+        let chosen = rows.filter { after.utf8.lexicographicallyPrecedes($0.key.utf8) && keep($0.value) }
+            .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            .prefix(limit + 1).map { (key: $0.key, item: $0.value) }
+        return KeysetPage(reading: Array(chosen), limit: limit)
+    }
 
     private let tables = Mutex(Tables())
 
@@ -32,6 +45,9 @@ public final class InMemoryCompositionStore: CompositionStore {
     public func encoderConfigurations() async throws(PersistenceError) -> [EncoderConfiguration] {
         tables.withLock { $0.encoders.values.sorted { $0.arn < $1.arn } }
     }
+    public func encoderConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<EncoderConfiguration> {
+        tables.withLock { Self.page($0.encoders, after: after, limit: limit) }
+    }
     public func deleteEncoderConfiguration(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.encoders.removeValue(forKey: arn) != nil }
     }
@@ -45,6 +61,9 @@ public final class InMemoryCompositionStore: CompositionStore {
     public func storageConfigurations() async throws(PersistenceError) -> [StorageConfiguration] {
         tables.withLock { $0.storages.values.sorted { $0.arn < $1.arn } }
     }
+    public func storageConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StorageConfiguration> {
+        tables.withLock { Self.page($0.storages, after: after, limit: limit) }
+    }
     public func deleteStorageConfiguration(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.storages.removeValue(forKey: arn) != nil }
     }
@@ -57,6 +76,9 @@ public final class InMemoryCompositionStore: CompositionStore {
     }
     public func stages() async throws(PersistenceError) -> [StoredStage] {
         tables.withLock { $0.stages.values.sorted { $0.stage.arn < $1.stage.arn } }
+    }
+    public func stages(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredStage> {
+        tables.withLock { Self.page($0.stages, after: after, limit: limit) }
     }
     public func deleteStage(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.stages.removeValue(forKey: arn) != nil }
@@ -75,6 +97,9 @@ public final class InMemoryCompositionStore: CompositionStore {
     }
     public func ingestConfigurations() async throws(PersistenceError) -> [StoredIngestConfiguration] {
         tables.withLock { $0.ingestConfigurations.values.sorted { $0.arn < $1.arn } }
+    }
+    public func ingestConfigurations(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredIngestConfiguration> {
+        tables.withLock { Self.page($0.ingestConfigurations, after: after, limit: limit) }
     }
     public func deleteIngestConfiguration(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.ingestConfigurations.removeValue(forKey: arn) != nil }
@@ -128,6 +153,27 @@ public final class InMemoryCompositionStore: CompositionStore {
         }
     }
 
+    public func putRevocation(key: String, until seconds: Int64) async throws(PersistenceError) {
+        tables.withLock { $0.revocations[key] = max($0.revocations[key] ?? seconds, seconds) }
+    }
+
+    public func revocation(key: String) async throws(PersistenceError) -> Int64? {
+        tables.withLock { $0.revocations[key] }
+    }
+
+    public func pruneRevocations(expiredBefore seconds: Int64) async throws(PersistenceError) {
+        tables.withLock { $0.revocations = $0.revocations.filter { $0.value >= seconds } }
+    }
+
+    public func claimFleetNonce(_ nonce: String, until: Int64, now: Int64) async throws(PersistenceError) -> Bool {
+        tables.withLock { tables in
+            tables.fleetNonces = tables.fleetNonces.filter { $0.value >= now }
+            guard tables.fleetNonces[nonce] == nil else { return false }
+            tables.fleetNonces[nonce] = until
+            return true
+        }
+    }
+
     public func putPublicKey(_ value: StoredPublicKey) async throws(PersistenceError) {
         tables.withLock { $0.publicKeys[value.arn] = value }
     }
@@ -136,6 +182,9 @@ public final class InMemoryCompositionStore: CompositionStore {
     }
     public func publicKeys() async throws(PersistenceError) -> [StoredPublicKey] {
         tables.withLock { $0.publicKeys.values.sorted { $0.arn < $1.arn } }
+    }
+    public func publicKeys(after: String?, limit: Int) async throws(PersistenceError) -> KeysetPage<StoredPublicKey> {
+        tables.withLock { Self.page($0.publicKeys, after: after, limit: limit) }
     }
     public func deletePublicKey(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.publicKeys.removeValue(forKey: arn) != nil }
@@ -149,6 +198,26 @@ public final class InMemoryCompositionStore: CompositionStore {
     }
     public func compositions() async throws(PersistenceError) -> [StoredComposition] {
         tables.withLock { $0.compositions.values.sorted { $0.arn < $1.arn } }
+    }
+    public func compositions(stageArn: String?, after: String?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredComposition> {
+        tables.withLock { tables in
+            Self.page(tables.compositions, after: after, limit: limit) { stored in
+                stageArn.map { stored.composition.stageArn == $0 } ?? true
+            }
+        }
+    }
+    public func count(_ kind: DocumentTable) async throws(PersistenceError) -> Int {
+        tables.withLock { tables in
+            switch kind {
+            case .encoderConfiguration: tables.encoders.count
+            case .storageConfiguration: tables.storages.count
+            case .stage: tables.stages.count
+            case .composition: tables.compositions.count
+            case .ingestConfiguration: tables.ingestConfigurations.count
+            case .publicKey: tables.publicKeys.count
+            }
+        }
     }
     public func deleteComposition(arn: String) async throws(PersistenceError) -> Bool {
         tables.withLock { $0.compositions.removeValue(forKey: arn) != nil }

@@ -100,6 +100,16 @@ public final class SQLiteCompositionStore: DocumentRowStore {
                 t.column("document", .text).notNull()
             }
         }
+        migrator.registerMigration("v4-participant-revocations") { db in
+            try db.create(table: "participantRevocation") { t in
+                t.primaryKey("key", .text)
+                t.column("expiresAt", .integer).notNull()
+            }
+            try db.create(table: "fleetNonce") { t in
+                t.primaryKey("nonce", .text)
+                t.column("expiresAt", .integer).notNull()
+            }
+        }
         return migrator
     }
 
@@ -136,6 +146,30 @@ public final class SQLiteCompositionStore: DocumentRowStore {
     }
     public func deleteDocument(arn: String, in table: DocumentTable) async throws(PersistenceError) -> Bool {
         try await delete(arn: arn, in: Self.table(table))
+    }
+    public func documents<T: Decodable & Sendable>(_ type: T.Type, in table: DocumentTable, after: String?, limit: Int,
+                                                   stageArn: String?) async throws(PersistenceError) -> KeysetPage<T> {
+        let limit = KeysetPage<T>.clamped(limit)
+        // The primary key's index gives the rows in order from `after` on (BINARY: byte order).
+        var sql = "SELECT arn, document FROM \(Self.table(table).rawValue) WHERE arn > ?"
+        var arguments: StatementArguments = [after ?? ""]
+        if let stageArn {
+            sql += " AND stageArn = ?"
+            arguments += [stageArn]
+        }
+        sql += " ORDER BY arn LIMIT ?"
+        arguments += [limit + 1]
+        let (statement, statementArguments) = (sql, arguments)
+        let rows: [(String, String)] = try await run { db in
+            try Row.fetchAll(db, sql: statement, arguments: statementArguments).map { ($0["arn"], $0["document"]) }
+        }
+        var decoded: [(key: String, item: T)] = []
+        for (arn, text) in rows { decoded.append((arn, try Self.decode(type, from: text))) }
+        return KeysetPage(reading: decoded, limit: limit)
+    }
+    public func countDocuments(in table: DocumentTable) async throws(PersistenceError) -> Int {
+        let sql = "SELECT COUNT(*) FROM \(Self.table(table).rawValue)"
+        return try await run { db in try Int.fetchOne(db, sql: sql) ?? 0 }
     }
 
     private func put<T: Encodable & Sendable>(_ value: T, arn: String, in table: Table,
@@ -262,6 +296,32 @@ public final class SQLiteCompositionStore: DocumentRowStore {
             SELECT document FROM participantEvent WHERE stageArn = ? AND sessionId = ? AND participantId = ? ORDER BY sequence
             """, [stageArn, sessionId, participantId])
     }
+    public func putRevocation(key: String, until seconds: Int64) async throws(PersistenceError) {
+        try await run { db in
+            try db.execute(sql: """
+                INSERT INTO participantRevocation (key, expiresAt) VALUES (?, ?)
+                ON CONFLICT (key) DO UPDATE SET expiresAt = max(expiresAt, excluded.expiresAt)
+                """, arguments: [key, seconds])
+        }
+    }
+
+    public func revocation(key: String) async throws(PersistenceError) -> Int64? {
+        try await run { db in try Int64.fetchOne(db, sql: "SELECT expiresAt FROM participantRevocation WHERE key = ?", arguments: [key]) }
+    }
+
+    public func claimFleetNonce(_ nonce: String, until: Int64, now: Int64) async throws(PersistenceError) -> Bool {
+        try await run { db in
+            try db.execute(sql: "DELETE FROM fleetNonce WHERE expiresAt < ?", arguments: [now])
+            try db.execute(sql: "INSERT INTO fleetNonce (nonce, expiresAt) VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
+                           arguments: [nonce, until])
+            return db.changesCount == 1
+        }
+    }
+
+    public func pruneRevocations(expiredBefore seconds: Int64) async throws(PersistenceError) {
+        try await run { db in try db.execute(sql: "DELETE FROM participantRevocation WHERE expiresAt < ?", arguments: [seconds]) }
+    }
+
     public func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
         try await run { db in
             let ended = "SELECT stageArn, sessionId FROM stageSession WHERE endTime IS NOT NULL AND endTime < ?"

@@ -198,6 +198,43 @@ public final class PostgresCompositionStore: DocumentRowStore {
         try await documents(type, "SELECT document FROM \(unescaped: Self.name(of: table)) ORDER BY arn COLLATE \"C\"")
     }
 
+    public func documents<T: Decodable & Sendable>(_ type: T.Type, in table: DocumentTable, after: String?, limit: Int,
+                                                   stageArn: String?) async throws(PersistenceError) -> KeysetPage<T> {
+        let limit = KeysetPage<T>.clamped(limit)
+        let name = Self.name(of: table), after = after ?? ""
+        // Byte order (COLLATE "C"), served in order by each table's `arn COLLATE "C"` index
+        // (migration 0006) whatever the database's locale.
+        let query: PostgresQuery = if let stageArn {
+            """
+            SELECT arn, document FROM \(unescaped: name) WHERE arn COLLATE "C" > \(after) AND stage_arn = \(stageArn)
+            ORDER BY arn COLLATE "C" LIMIT \(limit + 1)
+            """
+        } else {
+            """
+            SELECT arn, document FROM \(unescaped: name) WHERE arn COLLATE "C" > \(after) ORDER BY arn COLLATE "C" LIMIT \(limit + 1)
+            """
+        }
+        let rows: [(String, String)] = try await run {
+            var rows: [(String, String)] = []
+            for try await row in try await self.client.query(query, logger: self.logger).decode((String, String).self) {
+                rows.append(row)
+            }
+            return rows
+        }
+        var decoded: [(key: String, item: T)] = []
+        for (arn, text) in rows { decoded.append((arn, try StoredDocument.decode(type, from: text))) }
+        return KeysetPage(reading: decoded, limit: limit)
+    }
+
+    public func countDocuments(in table: DocumentTable) async throws(PersistenceError) -> Int {
+        let query: PostgresQuery = "SELECT count(*) FROM \(unescaped: Self.name(of: table))"
+        return try await run {
+            var count = 0
+            for try await value in try await self.client.query(query, logger: self.logger).decode(Int.self) { count = value }
+            return count
+        }
+    }
+
     public func deleteDocument(arn: String, in table: DocumentTable) async throws(PersistenceError) -> Bool {
         try await changes("DELETE FROM \(unescaped: Self.name(of: table)) WHERE arn = \(arn) RETURNING 1") > 0
     }
@@ -286,6 +323,32 @@ public final class PostgresCompositionStore: DocumentRowStore {
             WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) AND participant_id = \(participantId) ORDER BY sequence
             """)
     }
+    public func putRevocation(key: String, until seconds: Int64) async throws(PersistenceError) {
+        try await execute("""
+            INSERT INTO participant_revocation (key, expires_at) VALUES (\(key), \(seconds))
+            ON CONFLICT (key) DO UPDATE SET expires_at = GREATEST(participant_revocation.expires_at, EXCLUDED.expires_at)
+            """)
+    }
+
+    public func revocation(key: String) async throws(PersistenceError) -> Int64? {
+        try await run {
+            for try await value in try await self.client.query(
+                "SELECT expires_at FROM participant_revocation WHERE key = \(key)", logger: self.logger).decode(Int64.self) {
+                return value
+            }
+            return nil
+        }
+    }
+
+    public func claimFleetNonce(_ nonce: String, until: Int64, now: Int64) async throws(PersistenceError) -> Bool {
+        try await execute("DELETE FROM fleet_nonce WHERE expires_at < \(now)")
+        return try await changes("INSERT INTO fleet_nonce (nonce, expires_at) VALUES (\(nonce), \(until)) ON CONFLICT (nonce) DO NOTHING RETURNING 1") == 1
+    }
+
+    public func pruneRevocations(expiredBefore seconds: Int64) async throws(PersistenceError) {
+        try await execute("DELETE FROM participant_revocation WHERE expires_at < \(seconds)")
+    }
+
     public func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
         try await transaction { connection in
             for table in ["participant_event", "participant"] {

@@ -75,5 +75,21 @@ enum PostgresMigrations {
         Migration(version: "0005-node-measured-load", statements: [
             "ALTER TABLE node ADD COLUMN measured_millicores integer NOT NULL DEFAULT 0",
         ]),
+        // List operations page by ARN in byte order (keyset: `arn COLLATE "C" > last`); the
+        // primary keys sort in the database's collation, which need not be bytes.
+        Migration(version: "0006-keyset-pages", statements: [
+            #"CREATE INDEX encoder_configuration_by_arn_bytes ON encoder_configuration (arn COLLATE "C")"#,
+            #"CREATE INDEX storage_configuration_by_arn_bytes ON storage_configuration (arn COLLATE "C")"#,
+            #"CREATE INDEX stage_by_arn_bytes ON stage (arn COLLATE "C")"#,
+            #"CREATE INDEX composition_by_arn_bytes ON composition (arn COLLATE "C")"#,
+            #"CREATE INDEX ingest_configuration_by_arn_bytes ON ingest_configuration (arn COLLATE "C")"#,
+            #"CREATE INDEX public_key_by_arn_bytes ON public_key (arn COLLATE "C")"#,
+        ]),
+        // DisconnectParticipant's revocations of WHIP tokens, for every node and past restarts.
+        Migration(version: "0007-participant-revocations", statements: [
+            "CREATE TABLE participant_revocation (key text PRIMARY KEY, expires_at bigint NOT NULL)",
+            // Fleet calls' nonces, each taken once while its signature's time is accepted.
+            "CREATE TABLE fleet_nonce (nonce text PRIMARY KEY, expires_at bigint NOT NULL)",
+        ]),
     ]
 }

@@ -237,6 +237,12 @@ enum APISeeds {
             {"name":"s","participantTokenConfigurations":[{"userId":"u","capabilities":["PUBLISH","SUBSCRIBE"],"duration":720,"attributes":{"k":"v"}}],"autoParticipantRecordingConfiguration":{"storageConfigurationArn":"arn:aws:ivs:us-east-1:123456789012:storage-configuration/AbCdEfGhIjKl","mediaTypes":["AUDIO_VIDEO"]}}
             """),
             seed("ListStages", participants: 7, #"{"maxResults":2,"nextToken":"djE6a2V5Mw=="}"#),
+            // Later pages of the other List operations: a composition ARN, a key within the
+            // list, a key of bytes no ARN has, and a token of another version.
+            seed("ListCompositions", participants: 5, #"{"filterByStageArn":"\#(stage)","maxResults":1,"nextToken":"djE6YXJuOmF3czppdnM6dXMtZWFzdC0xOjEyMzQ1Njc4OTAxMjpjb21wb3NpdGlvbi9BYkNkRWZHaElqS2w="}"#),
+            seed("ListIngestConfigurations", participants: 9, #"{"filterByState":"ACTIVE","maxResults":3,"nextToken":"djE6a2V5MQ=="}"#),
+            seed("ListPublicKeys", participants: 2, #"{"maxResults":1,"nextToken":"djE6AO+/vw=="}"#),
+            seed("ListEncoderConfigurations", participants: 4, #"{"maxResults":100,"nextToken":"djI6a2V5MQ=="}"#),
             seed("ListParticipants", participants: 3,
                  #"{"stageArn":"\#(stage)","sessionId":"st-AbCdEfGhIjKlM","filterByPublished":true,"maxResults":100}"#),
             seed("CreateParticipantToken", participants: 0,

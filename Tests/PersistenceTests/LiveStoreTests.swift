@@ -126,6 +126,28 @@ final class LiveStoreTests: XCTestCase {
         XCTAssertFalse(removedAgain)
         keys = try await store.publicKeys()
         XCTAssertEqual(keys, [keyA])
+
+        // Revocations: the later expiry wins; pruning forgets only what expired.
+        let revoked = "\(Self.stageArn)/p1", other = "\(Self.stageArn)/p2"
+        let none = try await store.revocation(key: revoked)
+        XCTAssertNil(none)
+        try await store.putRevocation(key: revoked, until: 2_000)
+        try await store.putRevocation(key: revoked, until: 1_500)
+        try await store.putRevocation(key: other, until: 1_000)
+        let kept = try await store.revocation(key: revoked)
+        XCTAssertEqual(kept, 2_000)
+        try await store.pruneRevocations(expiredBefore: 1_001)
+        let pruned = try await store.revocation(key: other), stays = try await store.revocation(key: revoked)
+        XCTAssertNil(pruned)
+        XCTAssertEqual(stays, 2_000)
+
+        // Fleet call nonces: taken once while their time lasts, forgotten after.
+        let nonce = "00112233445566778899aabbccddeeff"
+        let taken = try await store.claimFleetNonce(nonce, until: 10_000, now: 5_000)
+        let replay = try await store.claimFleetNonce(nonce, until: 10_000, now: 9_999)
+        let another = try await store.claimFleetNonce("ffeeddccbbaa99887766554433221100", until: 10_000, now: 9_999)
+        let afterwards = try await store.claimFleetNonce(nonce, until: 20_000, now: 10_001)
+        XCTAssertEqual([taken, replay, another, afterwards], [true, false, true, true])
     }
 
     func testInMemory() async throws { try await exercise(InMemoryCompositionStore()) }
@@ -143,8 +165,11 @@ final class LiveStoreTests: XCTestCase {
             let store = try SQLiteCompositionStore(path: path)
             try await store.putIngestConfiguration(ingest)
             try await store.putPublicKey(key)
+            try await store.putRevocation(key: "\(Self.stageArn)/p1", until: 4_000_000_000)
         }
         let reopened = try SQLiteCompositionStore(path: path)
+        let revocation = try await reopened.revocation(key: "\(Self.stageArn)/p1")
+        XCTAssertEqual(revocation, 4_000_000_000)
         let byKey = try await reopened.ingestConfiguration(streamKey: "rt_1_r_IIIIIIIIIIII_s")
         XCTAssertEqual(byKey, ingest)
         let keys = try await reopened.publicKeys()
@@ -227,7 +252,7 @@ final class LiveStoreTests: XCTestCase {
         }
         XCTAssertEqual(try appliedMigrations(path), ["v1"])
         let store = try SQLiteCompositionStore(path: path)
-        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys"])
+        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys", "v4-participant-revocations"])
         let stages = try await store.stages()
         XCTAssertEqual(stages.map(\.sourcePath), ["/srv/stage"])
         try await exercise(store)
@@ -266,6 +291,6 @@ final class LiveStoreTests: XCTestCase {
         }
         // Opening an up-to-date database again applies nothing.
         _ = try SQLiteCompositionStore(path: path)
-        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys"])
+        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys", "v4-participant-revocations"])
     }
 }

@@ -150,7 +150,7 @@ final class ScriptedOwnership: StageOwnership {
         func authenticate(_ request: AuthenticationRequest) async -> APIError? { .accessDenied("SigV4 required") }
     }
 
-    @Test("a call signed with the fleet's secret runs as forwarded without SigV4; a wrong signature is refused")
+    @Test("a call signed with the fleet's secret runs as forwarded without SigV4, once; a wrong signature or a replay is refused")
     func signedCalls() async throws {
         let seen = Mutex<[Bool]>([])
         // The responder's clock is the signing time: however long this takes on a loaded machine.
@@ -165,17 +165,29 @@ final class ScriptedOwnership: StageOwnership {
             },
             fleetSecret: "a-fleet-secret-of-some-length")
         responder.nowMs = { now + 29_000 }
+        // The nonces as the shared store keeps them (its claim is tested on every store).
+        let store = InMemoryCompositionStore()
+        responder.claimFleetNonce = { nonce, until in (try? await store.claimFleetNonce(nonce, until: until, now: now + 29_000)) ?? false }
         let app = Application(responder: responder)
         let body = #"{"arn":"x"}"#
-        @Sendable func headers(secret: String) -> HTTPFields {
+        @Sendable func headers(secret: String, nonce: String = FleetCallSignature.makeNonce()) -> HTTPFields {
             var fields = HTTPFields()
             fields[HTTPField.Name(FleetCallSignature.nodeHeader)!] = "node-a"
             fields[HTTPField.Name(FleetCallSignature.timeHeader)!] = String(now)
+            fields[HTTPField.Name(FleetCallSignature.nonceHeader)!] = nonce
             fields[HTTPField.Name(FleetCallSignature.signatureHeader)!] = FleetCallSignature.sign(
-                secret: secret, method: "POST", path: "/StopComposition", query: "", timeMs: now, body: Data(body.utf8))
+                secret: secret, method: "POST", path: "/StopComposition", query: "", timeMs: now, nonce: nonce, body: Data(body.utf8))
             return fields
         }
+        let captured = headers(secret: "a-fleet-secret-of-some-length")
         try await app.test(.router) { client in
+            try await client.execute(uri: "/StopComposition", method: .post, headers: captured, body: ByteBuffer(string: body)) { response in
+                #expect(response.status == .ok)
+            }
+            // The same call again, within its time window: a replay.
+            try await client.execute(uri: "/StopComposition", method: .post, headers: captured, body: ByteBuffer(string: body)) { response in
+                #expect(response.status == .forbidden)
+            }
             try await client.execute(uri: "/StopComposition", method: .post, headers: headers(secret: "a-fleet-secret-of-some-length"),
                                      body: ByteBuffer(string: body)) { response in
                 #expect(response.status == .ok)
@@ -188,6 +200,6 @@ final class ScriptedOwnership: StageOwnership {
                 #expect(response.status == .forbidden)
             }
         }
-        #expect(seen.withLock { $0 } == [true])
+        #expect(seen.withLock { $0 } == [true, true])
     }
 }

@@ -367,15 +367,28 @@ def test_stun_with_a_wrong_password_is_answered_401(d):
     check(response[0:2] == b"\x01\x11" and stun_error_code(response) == 401, f"STUN answer: {response.hex()}")
     location = headers["Location"]
     base = url.split("/whip/")[0]
-    request = urllib.request.Request(base + location, method="DELETE")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        check(response.status == 200, f"DELETE {location}: {response.status}")
-    request = urllib.request.Request(base + location, method="DELETE")
-    try:
-        urllib.request.urlopen(request, timeout=10)
-        raise Failure("a second DELETE should be 404")
-    except urllib.error.HTTPError as error:
-        check(error.code == 404, f"second DELETE: {error.code}")
+
+    def delete(bearer):
+        request = urllib.request.Request(base + location, method="DELETE",
+                                         headers={"Authorization": f"Bearer {bearer}"} if bearer else {})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+    # Only the session's own participant ends it: no token, another participant's token on the
+    # same stage, or a token of another stage leave it running.
+    other_stage = create_stage(d, "other")
+    refused = {"no token": delete(None), "another participant": delete(token(d, stage["arn"], "intruder")["token"]),
+               "another stage": delete(token(d, other_stage["arn"], "probe")["token"]), "garbage": delete("x.y.z")}
+    print(f"WHIP DELETE refusals: {refused}")
+    check(refused == {"no token": 401, "another participant": 404, "another stage": 401, "garbage": 401},
+          f"DELETE without the session's token: {refused}")
+    check(delete(tok["token"]) == 200, "DELETE with the session's token")
+    check(delete(tok["token"]) == 404, "a second DELETE is 404")
+    with open(d.stderr_path) as f:
+        logged = f.read()
+    check(location.rsplit("/", 1)[1] not in logged, "the WHIP session ID is not logged in full")
     request = urllib.request.Request(base + location, method="PATCH", data=b"a=end-of-candidates\r\n",
                                      headers={"Content-Type": "application/trickle-ice-sdpfrag"})
     try:

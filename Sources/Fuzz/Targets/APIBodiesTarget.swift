@@ -2,12 +2,14 @@
 // picks the operation, the second how many participants a composition's layout is planned
 // for, the rest is the body. Every body is decoded and validated as the control plane does;
 // a list request's token is paginated over, an encoder configuration gets its defaults, and
-// a composition's layout is planned on its canvas. The answer is a ValidationException or
-// a value, never a trap; a planned layout stays on its canvas.
+// a composition's layout is planned on its canvas, and a replication is checked for a cycle
+// among the replicas the second byte makes up. The answer is a ValidationException or a
+// value, never a trap; a planned layout stays on its canvas; a cycle's path is real.
 
 import APIModels
 import Foundation
 import Layout
+import Stages
 
 enum APIBodiesTarget {
     static func run(_ input: [UInt8]) -> FuzzReach {
@@ -51,6 +53,8 @@ enum APIBodiesTarget {
             if let width = video?.width, let height = video?.height {
                 plan(LayoutConfiguration(), canvas: PixelSize(width: width, height: height), participants: participants)
             }
+        case let start as StartParticipantReplicationRequest:
+            replicationCycle(start, replicas: participants)
         case let start as StartCompositionRequest:
             plan(start.layout ?? LayoutConfiguration(), canvas: PixelSize(width: 1280, height: 720), participants: participants)
         default:
@@ -80,5 +84,19 @@ enum APIBodiesTarget {
     private struct PageRequest: Decodable {
         var nextToken: String?
         var maxResults: Int?
+    }
+
+    /// The cycle check StartParticipantReplication makes, over the body's two stages and
+    /// `replicas` existing replicas among them and a few others (edges picked by the count's bits).
+    private static func replicationCycle(_ request: StartParticipantReplicationRequest, replicas: Int) {
+        let stages = [request.sourceStageArn, request.destinationStageArn, "s0", "s1"]
+        var edges: [(String, String)] = []
+        for bit in 0..<4 where replicas & (1 << bit) != 0 {
+            edges.append((stages[bit], stages[(bit + 1 + replicas) % stages.count]))
+        }
+        let graph = ReplicationGraph(edges: edges)
+        guard let path = graph.path(from: request.destinationStageArn, to: request.sourceStageArn) else { return }
+        precondition(path.first == request.destinationStageArn && path.last == request.sourceStageArn, "a cycle's path has its ends")
+        precondition(zip(path, path.dropFirst()).allSatisfy { step in edges.contains { $0 == step } }, "a cycle's path follows replicas")
     }
 }

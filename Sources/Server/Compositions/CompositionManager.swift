@@ -510,6 +510,31 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         return all.values.sorted { $0.arn < $1.arn }
     }
 
+    /// A page of `compositions()` after `after` by ARN (of `stageArn`'s, when given): in a
+    /// fleet, a page of the store's with this node's own among it; `nextKey` is the store's.
+    public func compositions(stageArn: String?, after: String?, limit: Int) async throws(APIError) -> KeysetPage<Composition> {
+        var page: [String: Composition] = [:]
+        var nextKey: String?
+        if ownership.isFleet {
+            do {
+                let stored = try await store.compositions(stageArn: stageArn, after: after, limit: limit)
+                for value in stored.items { page[value.arn] = value.composition }
+                nextKey = stored.nextKey
+            } catch {
+                throw .internalServer("composition store: \(error.message)")
+            }
+        }
+        let now = clock.now()
+        for entry in entries.values where !isExpired(entry, now: now) {
+            let composition = entry.stored.composition
+            guard after.map({ $0.utf8.lexicographicallyPrecedes(composition.arn.utf8) }) ?? true,
+                  nextKey.map({ !$0.utf8.lexicographicallyPrecedes(composition.arn.utf8) }) ?? true,
+                  stageArn.map({ composition.stageArn == $0 }) ?? true else { continue }
+            page[composition.arn] = composition
+        }
+        return KeysetPage(items: page.values.sorted { $0.arn.utf8.lexicographicallyPrecedes($1.arn.utf8) }, nextKey: nextKey)
+    }
+
     private func storedComposition(_ arn: String) async throws(APIError) -> StoredComposition? {
         do { return try await store.composition(arn: arn) } catch { throw .internalServer("composition store: \(error.message)") }
     }

@@ -28,16 +28,17 @@ extension ControlPlane {
             return try APIJSON.encode(GetCompositionResponse(composition: try await manager.composition(arn: request.arn)))
         case .listCompositions:
             let request = try decode(ListCompositionsRequest.self, body)
-            let all = try await manager.compositions().filter { composition in
-                (request.filterByStageArn.map { composition.stageArn == $0 } ?? true)
-                    && (request.filterByEncoderConfigurationArn.map { arn in
-                        composition.destinations.contains {
-                            $0.configuration.channel?.encoderConfigurationArn == arn
-                                || ($0.configuration.s3?.encoderConfigurationArns.contains(arn) ?? false)
-                        }
-                    } ?? true)
+            let page = try await storePage(request, .listCompositions, key: \.arn) { after, limit throws(APIError) in
+                try await manager.compositions(stageArn: request.filterByStageArn, after: after, limit: limit)
+            } keep: { composition throws(APIError) -> CompositionSummary? in
+                let uses = request.filterByEncoderConfigurationArn.map { arn in
+                    composition.destinations.contains {
+                        $0.configuration.channel?.encoderConfigurationArn == arn
+                            || ($0.configuration.s3?.encoderConfigurationArns.contains(arn) ?? false)
+                    }
+                } ?? true
+                return uses ? composition.summary : nil
             }
-            let page = try onePage(all.map(\.summary), key: { $0.arn }, request, .listCompositions)
             return try APIJSON.encode(ListCompositionsResponse(compositions: page.items, nextToken: page.nextToken))
         default:
             throw .internalServer("\(route.operation.name) is not handled by handleCompositions")

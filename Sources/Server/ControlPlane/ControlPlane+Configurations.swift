@@ -8,10 +8,7 @@ extension ControlPlane {
         switch operation {
         case .createEncoderConfiguration:
             let request = try decode(CreateEncoderConfigurationRequest.self, body)
-            let count = try await storeCall { try await store.encoderConfigurations().count }
-            guard count < configuration.quotas.encoderConfigurations else {
-                throw .serviceQuotaExceeded("encoder configurations: the quota of \(configuration.quotas.encoderConfigurations) is reached")
-            }
+            try await checkQuota(.encoderConfiguration)
             let value = request.makeEncoderConfiguration(arn: arnContext.arn(.encoderConfiguration, id: .random()))
             try await storeCall { try await store.putEncoderConfiguration(value) }
             return try APIJSON.encode(CreateEncoderConfigurationResponse(encoderConfiguration: value))
@@ -20,8 +17,9 @@ extension ControlPlane {
             return try APIJSON.encode(GetEncoderConfigurationResponse(encoderConfiguration: try await encoder(request.arn)))
         case .listEncoderConfigurations:
             let request = try decode(ListEncoderConfigurationsRequest.self, body)
-            let all = try await storeCall { try await store.encoderConfigurations() }
-            let page = try onePage(all.map(\.summary), key: { $0.arn }, request, .listEncoderConfigurations)
+            let page = try await storePage(request, .listEncoderConfigurations, key: \.arn) { after, limit throws(APIError) in
+                try await storeCall { try await store.encoderConfigurations(after: after, limit: limit) }
+            } keep: { $0.summary }
             return try APIJSON.encode(ListEncoderConfigurationsResponse(encoderConfigurations: page.items, nextToken: page.nextToken))
         case .deleteEncoderConfiguration:
             let request = try decode(DeleteEncoderConfigurationRequest.self, body)
@@ -36,10 +34,7 @@ extension ControlPlane {
             guard configuration.buckets[request.s3.bucketName] != nil else {
                 throw .validation("s3.bucketName: bucket \(request.s3.bucketName) is not configured on this server")
             }
-            let count = try await storeCall { try await store.storageConfigurations().count }
-            guard count < configuration.quotas.storageConfigurations else {
-                throw .serviceQuotaExceeded("storage configurations: the quota of \(configuration.quotas.storageConfigurations) is reached")
-            }
+            try await checkQuota(.storageConfiguration)
             let value = request.makeStorageConfiguration(arn: arnContext.arn(.storageConfiguration, id: .random()))
             try await storeCall { try await store.putStorageConfiguration(value) }
             return try APIJSON.encode(CreateStorageConfigurationResponse(storageConfiguration: value))
@@ -48,8 +43,9 @@ extension ControlPlane {
             return try APIJSON.encode(GetStorageConfigurationResponse(storageConfiguration: try await storage(request.arn)))
         case .listStorageConfigurations:
             let request = try decode(ListStorageConfigurationsRequest.self, body)
-            let all = try await storeCall { try await store.storageConfigurations() }
-            let page = try onePage(all.map(\.summary), key: { $0.arn }, request, .listStorageConfigurations)
+            let page = try await storePage(request, .listStorageConfigurations, key: \.arn) { after, limit throws(APIError) in
+                try await storeCall { try await store.storageConfigurations(after: after, limit: limit) }
+            } keep: { $0.summary }
             return try APIJSON.encode(ListStorageConfigurationsResponse(storageConfigurations: page.items, nextToken: page.nextToken))
         case .deleteStorageConfiguration:
             let request = try decode(DeleteStorageConfigurationRequest.self, body)

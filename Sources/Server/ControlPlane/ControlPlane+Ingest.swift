@@ -14,10 +14,7 @@ extension ControlPlane {
                     throw .validation("stageArn: stage \(stageArn) not found")
                 }
             }
-            let count = try await storeCall { try await store.ingestConfigurations().count }
-            guard count < configuration.quotas.ingestConfigurations else {
-                throw .serviceQuotaExceeded("ingest configurations: the quota of \(configuration.quotas.ingestConfigurations) is reached")
-            }
+            try await checkQuota(.ingestConfiguration)
             let id = ResourceID.random()
             var generator = SystemRandomNumberGenerator()
             let key = StreamKey.generate(account: arnContext.account, region: arnContext.region, ingestConfigurationID: id.rawValue,
@@ -35,14 +32,13 @@ extension ControlPlane {
             return try APIJSON.encode(GetIngestConfigurationResponse(ingestConfiguration: try await ingest(request.arn).configuration))
         case .listIngestConfigurations:
             let request = try decode(ListIngestConfigurationsRequest.self, body)
-            var all: [IngestConfigurationSummary] = []
-            for stored in try await storeCall({ try await store.ingestConfigurations() }) {
+            let page = try await storePage(request, .listIngestConfigurations, key: \.arn) { after, limit throws(APIError) in
+                try await storeCall { try await store.ingestConfigurations(after: after, limit: limit) }
+            } keep: { stored throws(APIError) -> IngestConfigurationSummary? in
+                guard request.filterByStageArn.map({ stored.configuration.stageArn == $0 }) ?? true else { return nil }
                 let value = await withState(stored.configuration)
-                guard request.filterByStageArn.map({ value.stageArn == $0 }) ?? true,
-                      request.filterByState.map({ value.state == $0 }) ?? true else { continue }
-                all.append(value.summary)
+                return request.filterByState.map({ value.state == $0 }) ?? true ? value.summary : nil
             }
-            let page = try onePage(all, key: { $0.arn }, request, .listIngestConfigurations)
             return try APIJSON.encode(ListIngestConfigurationsResponse(ingestConfigurations: page.items, nextToken: page.nextToken))
         case .updateIngestConfiguration:
             let request = try decode(UpdateIngestConfigurationRequest.self, body)

@@ -11,10 +11,9 @@ extension ControlPlane {
         case .importPublicKey:
             let request = try decode(ImportPublicKeyRequest.self, body)
             let fingerprint = try PublicKeyMaterial.fingerprint(of: request.publicKeyMaterial)
+            try await checkQuota(.publicKey)
+            // The quota keeps this read to a few keys.
             let existing = try await storeCall { try await store.publicKeys() }
-            guard existing.count < ModelLimits.publicKeysPerRegion else {
-                throw .serviceQuotaExceeded("public keys: the quota of \(ModelLimits.publicKeysPerRegion) is reached")
-            }
             if existing.contains(where: { $0.publicKey.fingerprint == fingerprint }) {
                 throw .conflict("publicKeyMaterial: this key is already imported")
             }
@@ -27,8 +26,9 @@ extension ControlPlane {
             return try APIJSON.encode(GetPublicKeyResponse(publicKey: try await publicKey(request.arn)))
         case .listPublicKeys:
             let request = try decode(ListPublicKeysRequest.self, body)
-            let all = try await storeCall { try await store.publicKeys() }.map(\.publicKey.summary)
-            let page = try onePage(all, key: { $0.arn ?? "" }, request, .listPublicKeys)
+            let page = try await storePage(request, .listPublicKeys, key: \.arn) { after, limit throws(APIError) in
+                try await storeCall { try await store.publicKeys(after: after, limit: limit) }
+            } keep: { $0.publicKey.summary }
             return try APIJSON.encode(ListPublicKeysResponse(publicKeys: page.items, nextToken: page.nextToken))
         case .deletePublicKey:
             let request = try decode(DeletePublicKeyRequest.self, body)

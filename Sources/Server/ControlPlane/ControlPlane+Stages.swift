@@ -26,6 +26,7 @@ extension ControlPlane {
             return try APIJSON.encode(ListParticipantReplicasResponse(replicas: page.items, nextToken: page.nextToken))
         case .createStage:
             let request = try decode(CreateStageRequest.self, body)
+            try await checkQuota(.stage)
             var sourcePath = ""
             if let source = request.tags?[StageCatalog<Store>.sourceTag] { sourcePath = try catalog.validateSourcePath(source) }
             let stage = Stage(arn: arnContext.arn(.stage, id: .random()).description, name: request.name ?? "",
@@ -55,10 +56,11 @@ extension ControlPlane {
                 ResolvedStage(stage: value, sourcePath: found.sourcePath, isConfigured: false))))
         case .listStages:
             let request = try decode(ListStagesRequest.self, body)
-            var all: [StageSummary] = []
-            let openSessions = try await openSessionsByStage()
-            for resolved in try await catalog.all() { all.append(await presented(resolved, openSessions: openSessions).summary) }
-            let page = try onePage(all, key: { $0.arn }, request, .listStages)
+            // A page of stages, each presented (in a fleet, its open session looked up by its
+            // indexed key): nothing here grows with the number of stages.
+            let page = try await storePage(request, .listStages, key: \.stage.arn) { after, limit throws(APIError) in
+                try await catalog.page(after: after, limit: limit)
+            } keep: { await presented($0).summary }
             return try APIJSON.encode(ListStagesResponse(stages: page.items, nextToken: page.nextToken))
         case .deleteStage:
             let request = try decode(DeleteStageRequest.self, body)
@@ -82,9 +84,7 @@ extension ControlPlane {
 
     /// A stage as the API shows it: live stages carry their ingest endpoints and, while
     /// someone is on them, the active session.
-    /// `openSessions`: in a fleet, every open session by stage ARN when the caller read them
-    /// at once (ListStages); else this stage's is looked up.
-    func presented(_ resolved: ResolvedStage, openSessions: [String: String]? = nil) async -> Stage {
+    func presented(_ resolved: ResolvedStage) async -> Stage {
         var stage = resolved.stage
         guard resolved.sourcePath == nil else { return stage }
         let stageId = IVSARN(parsing: stage.arn, expecting: .stage)?.resourceID ?? ""
@@ -93,23 +93,9 @@ extension ControlPlane {
         stage.activeSessionId = await runtime.activeSessionId(stageArn: stage.arn)
         if stage.activeSessionId == nil, manager.ownership.isFleet {
             // Another node's live stage: its open session is in the store.
-            if let openSessions {
-                stage.activeSessionId = openSessions[stage.arn]
-            } else {
-                stage.activeSessionId = (try? await store.openStageSession(stageArn: stage.arn))??.session.sessionId
-            }
+            stage.activeSessionId = (try? await store.openStageSession(stageArn: stage.arn))??.session.sessionId
         }
         return stage
-    }
-
-    /// Every open session's ID by stage ARN (a fleet's ListStages reads them once).
-    func openSessionsByStage() async throws(APIError) -> [String: String]? {
-        guard manager.ownership.isFleet else { return nil }
-        var open: [String: String] = [:]
-        for stored in try await storeCall({ try await store.openStageSessions() }) {
-            if let id = stored.session.sessionId { open[stored.stageArn] = id }
-        }
-        return open
     }
 
     /// A participant token for a live stage, signed by the daemon.

@@ -99,6 +99,56 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         return (page.items, page.nextToken)
     }
 
+    /// One page of a List operation read from the store a page at a time, never the whole
+    /// table: `read(after, limit)` gives rows in key order after `after` (keyset pagination, so
+    /// a page costs the same wherever it starts); `keep` turns a row into the item shown, or
+    /// nil to filter it out. With a filter the store is read on, page after page, until the
+    /// page is full and one more match shows it is not the last (the token then names the
+    /// page's last key; memory stays within a page).
+    func storePage<Row: Sendable, Item>(
+        _ request: some PagedRequest, _ operation: APIOperation, key: (Row) -> String,
+        read: (String?, Int) async throws(APIError) -> KeysetPage<Row>,
+        keep: (Row) async throws(APIError) -> Item?
+    ) async throws(APIError) -> (items: [Item], nextToken: String?) {
+        let (after, limit) = try Pagination.start(nextToken: request.nextToken, maxResults: request.maxResults,
+                                                  defaultMaxResults: Pagination.defaultMaxResults(for: operation))
+        var items: [Item] = [], lastKey = "", cursor = after
+        while true {
+            let page = try await read(cursor, limit + 1)
+            for row in page.items {
+                guard let item = try await keep(row) else { continue }
+                if items.count == limit { return (items, Pagination.encodeToken(lastKey: lastKey)) }
+                items.append(item)
+                lastKey = key(row)
+            }
+            guard let next = page.nextKey else { return (items, nil) }
+            cursor = next
+        }
+    }
+
+    /// The resources a Create call adds and a quota counts. (Compositions are limited by how
+    /// many run at once, in the CompositionManager.)
+    enum CountedResource {
+        case stage, encoderConfiguration, storageConfiguration, ingestConfiguration, publicKey
+    }
+
+    /// Refuses a Create call once `kind`'s quota is reached, as IVS does
+    /// (ServiceQuotaExceededException, 402): the one place that counts, from the store (in a
+    /// fleet, every node's). Creations racing past the check together can overshoot by as many
+    /// as are in flight.
+    func checkQuota(_ kind: CountedResource) async throws(APIError) {
+        let quotas = configuration.quotas
+        let (limit, table, name): (Int, DocumentTable, String) = switch kind {
+        case .stage: (quotas.stages, .stage, "stages")
+        case .encoderConfiguration: (quotas.encoderConfigurations, .encoderConfiguration, "encoder configurations")
+        case .storageConfiguration: (quotas.storageConfigurations, .storageConfiguration, "storage configurations")
+        case .ingestConfiguration: (quotas.ingestConfigurations, .ingestConfiguration, "ingest configurations")
+        case .publicKey: (ModelLimits.publicKeysPerRegion, .publicKey, "public keys")
+        }
+        let count = try await storeCall { try await store.count(table) }
+        guard count < limit else { throw .serviceQuotaExceeded("\(name): the quota of \(limit) is reached") }
+    }
+
     func decode<T: Decodable & APIRequest>(_ type: T.Type, _ body: Data) throws(APIError) -> T {
         try APIJSON.decodeRequest(type, from: body, options: validation)
     }

@@ -150,8 +150,11 @@ final class FleetOwnership: StageOwnership {
         request.headers.add(name: "content-type", value: "application/json")
         request.headers.add(name: FleetCallSignature.nodeHeader, value: nodeId)
         request.headers.add(name: FleetCallSignature.timeHeader, value: String(timeMs))
+        let nonce = FleetCallSignature.makeNonce()
+        request.headers.add(name: FleetCallSignature.nonceHeader, value: nonce)
         request.headers.add(name: FleetCallSignature.signatureHeader,
-                            value: FleetCallSignature.sign(secret: secret, method: method, path: path, query: query, timeMs: timeMs, body: body))
+                            value: FleetCallSignature.sign(secret: secret, method: method, path: path, query: query, timeMs: timeMs,
+                                                           nonce: nonce, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
         let status: HTTPResponseStatus, errorType: String?, answer: ByteBuffer
         do {

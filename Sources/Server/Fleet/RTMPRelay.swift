@@ -4,6 +4,9 @@
 // with the same stream key: the owner admits it as the publisher. One thread per relay,
 // never an event loop. The relay ends when the publisher leaves (the owner then sees the
 // stream end), or when the owner's side fails (the publisher is then disconnected).
+// A publisher's new sequence header (a resolution or sample-rate change) goes on to the owner
+// with the next packet of its stream (FLV's muxer writes it as a new sequence header there),
+// so the owner decodes every configuration the publisher sent, as it sent it.
 import FFmpeg
 import Foundation
 import LiveStage
@@ -45,7 +48,10 @@ final class RTMPRelay: Sendable {
         defer { publisher.release(queue) }
         let source = LiveMediaSource(queue: queue, origin: 0, logger: logger)
         let scratch = Packet()
+        // What the owner has been (or will be, at open) told of each stream, and the
+        // configuration records still to pass on with the next packet of their stream.
         var setups: [MediaType: MediaStreamSetup] = [:]
+        var changed: [MediaType: [UInt8]] = [:]
         var held: [(type: MediaType, packet: Packet)] = []
         var muxer: Muxer?
         var streams: [MediaType: Int] = [:]
@@ -63,11 +69,19 @@ final class RTMPRelay: Sendable {
                     if let muxer { _ = try muxer.finish() }
                     return nil
                 case .streamChanged(let type):
-                    if let setup = source.stream(type) { setups[type] = setup }
+                    guard let setup = source.stream(type) else { continue }
+                    let told = muxer != nil || held.contains { $0.type == type }
+                    if let known = setups[type], told {
+                        // Said again, or changed: a change goes on with the stream's next packet.
+                        let record = setup.parameters.extradata
+                        if record != known.parameters.extradata { changed[type] = record } else { changed[type] = nil }
+                    } else {
+                        setups[type] = setup
+                    }
                     continue
                 case .packet(let type):
-                    guard type != .other, let setup = setups[type] ?? source.stream(type) else { continue }
-                    setups[type] = setup
+                    guard type != .other, let setup = source.stream(type) else { continue }
+                    if setups[type] == nil { setups[type] = setup }
                     scratch.rescaleTimestamps(from: setup.info.timeBase, to: Self.microseconds)
                     if type == .video && waitingForKeyframe {
                         guard scratch.isKeyframe else { continue }
@@ -79,6 +93,15 @@ final class RTMPRelay: Sendable {
                     scratch.dts = scratch.dts &- start
                     if scratch.hasPTS { scratch.pts = scratch.pts &- start }
                     guard scratch.dts >= 0 else { continue }
+                    if let record = changed.removeValue(forKey: type) {
+                        try scratch.attachNewExtradata(record)
+                        if var known = setups[type] {
+                            known.parameters = setup.parameters
+                            setups[type] = known
+                        }
+                        logger.info("the publisher's stream setup changed; passed on to the stage's node",
+                                    metadata: ["media.type": "\(type)", "media.setup.bytes": "\(record.count)"])
+                    }
                     if let muxer, let stream = streams[type] {
                         interrupt.arm(timeout: Self.stallTimeout)
                         try muxer.write(scratch, stream: stream)

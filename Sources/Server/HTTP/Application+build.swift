@@ -22,6 +22,8 @@ import WebRTCPublisher
 import WebRTCSecurity
 import WebRTCSignal
 import NIOSSL
+import HummingbirdCore
+import HummingbirdTLS
 import NIOCore
 import Auth
 public import ServiceLifecycle
@@ -79,7 +81,8 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
     try await PostgresCompositionStore.withStore(url: url, callTimeout: timeout, logger: dependencies.logger) { store in
         let listen = configuration.listen
         let fleet = configuration.database.fleet
-        let local = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)"
+        let scheme = listen.tls == nil ? "http" : "https"
+        let local = "\(scheme)://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)"
         let internalURL = fleet?.internalURL ?? local
         let advertised = fleet?.advertisedURL ?? internalURL
         // Where other nodes relay RTMP publishers of this node's stages: RTMPS when it listens,
@@ -95,21 +98,39 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
         let member = try await FleetMember.join(store: store, registration: registration,
                                                 settings: configuration.database.leaseSettings, fleet: fleet != nil,
                                                 logger: dependencies.logger)
-        let context = fleet.map { fleet in
-            FleetContext(member: member, ownership: FleetOwnership(
-                store: store, nodeId: registration.nodeId, incarnation: member.incarnation, secret: fleet.secret,
-                httpClient: HTTPClient.shared, logger: dependencies.logger))
+        // Calls to other nodes verify their certificates (https:// internal URLs): against the
+        // fleet's own authority when it has one, else the system's.
+        let nodeClient = try fleet?.caFile.map { caFile in
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+            tls.certificateVerification = .fullVerification
+            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
         }
-        let application = try await buildApplication(configuration: configuration, dependencies: dependencies, store: store,
-                                                     services: [member], fleet: context)
-        guard let context, let fleet else { return try await application.runService() }
-        // The drain shuts down first and alone: the API, ingest and compositions all go on
-        // while it waits; then the application stops as it always does.
-        let drain = FleetDrain(member: member, timeout: .milliseconds(Int64(
-            (fleet.drainTimeoutSeconds ?? ServerConfiguration.Database.Fleet.defaultDrainTimeoutSeconds) * 1000)),
-                               hook: context.drain, logger: dependencies.logger)
-        try await ServiceGroup(configuration: .init(services: [application, drain], gracefulShutdownSignals: [.sigterm, .sigint],
-                                                    logger: dependencies.logger)).run()
+        do {
+            let context = fleet.map { fleet in
+                FleetContext(member: member, ownership: FleetOwnership(
+                    store: store, nodeId: registration.nodeId, incarnation: member.incarnation, secret: fleet.secret,
+                    httpClient: nodeClient ?? HTTPClient.shared, logger: dependencies.logger))
+            }
+            let application = try await buildApplication(configuration: configuration, dependencies: dependencies, store: store,
+                                                         services: [member], fleet: context)
+            guard let context, let fleet else {
+                try await application.runService()
+                try await nodeClient?.shutdown()
+                return
+            }
+            // The drain shuts down first and alone: the API, ingest and compositions all go on
+            // while it waits; then the application stops as it always does.
+            let drain = FleetDrain(member: member, timeout: .milliseconds(Int64(
+                (fleet.drainTimeoutSeconds ?? ServerConfiguration.Database.Fleet.defaultDrainTimeoutSeconds) * 1000)),
+                                   hook: context.drain, logger: dependencies.logger)
+            try await ServiceGroup(configuration: .init(services: [application, drain], gracefulShutdownSignals: [.sigterm, .sigint],
+                                                        logger: dependencies.logger)).run()
+            try await nodeClient?.shutdown()
+        } catch {
+            try? await nodeClient?.shutdown()
+            throw error
+        }
     }
 }
 
@@ -261,13 +282,21 @@ func makeApplication<Store: CompositionStore>(
         },
         whipSessionCounts: whip.map { whip -> @Sendable () -> (open: Int, refused: Int64) in { whip.server.sessionCounts } },
         fleetSecret: configuration.database.fleet?.secret,
+        claimFleetNonce: { [store, logger = dependencies.logger] nonce, until in
+            do {
+                return try await store.claimFleetNonce(nonce, until: until, now: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+            } catch {
+                logger.error("cannot record a fleet call's nonce; refusing the call", metadata: ["error": "\(error)"])
+                return false
+            }
+        },
         metricsBearerToken: configuration.metrics.bearerToken,
         connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
     let logger = dependencies.logger
     fleet?.drain.install { [manager] deadline in await manager.waitForRunningCompositions(until: deadline) }
     return Application(
         responder: responder,
-        server: HTTPLimits.server(limiter: limiter, idleTimeout: TimeAmount.milliseconds(Int64((listen.idleTimeoutSeconds ?? 30) * 1000))),
+        server: try apiServer(listen: listen, limiter: limiter),
         configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: "stage-compositor"),
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
         // (their last stage updates), the compositions, and the event services last, so
@@ -403,6 +432,9 @@ public struct ServerResponder: HTTPResponder {
     /// The fleet's shared secret: a call signed with it (FleetCallSignature) is another node
     /// forwarding an operation to this one, the stage's owner.
     var fleetSecret: String?
+    /// Takes a fleet call's nonce until the given time (ms since 1970): false when it was
+    /// taken already (a replay), or cannot be recorded. nil: nonces are not checked.
+    var claimFleetNonce: (@Sendable (String, Int64) async -> Bool)?
     /// The wall clock a fleet call's time is checked against (ms since 1970).
     var nowMs: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
     /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
@@ -460,12 +492,20 @@ public struct ServerResponder: HTTPResponder {
         var forwarded = false
         if let signature = request.headers[HTTPField.Name(FleetCallSignature.signatureHeader)!] {
             let time = request.headers[HTTPField.Name(FleetCallSignature.timeHeader)!] ?? ""
-            guard let fleetSecret, FleetCallSignature.verify(secret: fleetSecret, method: method, path: rawPath, query: rawQuery,
-                                                             timeText: time, signature: signature, body: body, nowMs: nowMs()) else {
+            let nonce = request.headers[HTTPField.Name(FleetCallSignature.nonceHeader)!] ?? ""
+            guard let fleetSecret, let signedAt = FleetCallSignature.verify(
+                secret: fleetSecret, method: method, path: rawPath, query: rawQuery, timeText: time, nonce: nonce,
+                signature: signature, body: body, nowMs: nowMs()) else {
                 logger.notice("refused a call signed as from another node", metadata: [
                     "node": "\(request.headers[HTTPField.Name(FleetCallSignature.nodeHeader)!] ?? "?")"])
                 return Self.errorResponse(.accessDenied("the fleet call signature does not verify (secret, or clocks more than "
                                                         + "\(FleetCallSignature.skewMs / 1000) s apart)"))
+            }
+            // A verified call is taken once: the same nonce again is a replay.
+            if let claimFleetNonce, await !claimFleetNonce(nonce, signedAt &+ FleetCallSignature.skewMs) {
+                logger.warning("refused a replayed call signed as from another node", metadata: [
+                    "node": "\(request.headers[HTTPField.Name(FleetCallSignature.nodeHeader)!] ?? "?")"])
+                return Self.errorResponse(.accessDenied("the fleet call was already taken (its nonce is used)"))
             }
             forwarded = true
         } else if let denied = await authenticator.authenticate(
@@ -512,4 +552,14 @@ public struct ServerResponder: HTTPResponder {
         return Response(status: HTTPResponse.Status(code: status ?? rendered.status), headers: fields,
                         body: .init(byteBuffer: ByteBuffer(string: rendered.body)))
     }
+}
+
+/// The API's HTTP/1.1 server, over TLS when `listen.tls` names a certificate and key.
+func apiServer(listen: ServerConfiguration.Listen, limiter: ConnectionLimiter) throws -> HTTPServerBuilder {
+    let plain = HTTPLimits.server(limiter: limiter, idleTimeout: TimeAmount.milliseconds(Int64((listen.idleTimeoutSeconds ?? 30) * 1000)))
+    guard let tls = listen.tls else { return plain }
+    let configuration = TLSConfiguration.makeServerConfiguration(
+        certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificateFile).map { .certificate($0) },
+        privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyFile, format: .pem)))
+    return try .tls(plain, tlsConfiguration: configuration)
 }

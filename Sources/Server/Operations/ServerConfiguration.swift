@@ -22,6 +22,20 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var maxConnectionsPerAddress: Int?
         /// An API connection idle this long is closed (default 30 s).
         public var idleTimeoutSeconds: Double?
+        /// HTTPS for the API (and WHIP): the production setting for a fleet, whose nodes call
+        /// each other at `database.fleet.internalURL` (https://...).
+        public var tls: TLS?
+
+        public struct TLS: Codable, Sendable, Equatable {
+            /// PEM certificate chain and private key.
+            public var certificateFile: String
+            public var privateKeyFile: String
+            public init(certificateFile: String, privateKeyFile: String) {
+                self.certificateFile = certificateFile
+                self.privateKeyFile = privateKeyFile
+            }
+        }
+
         public init(host: String = "127.0.0.1", port: Int = 8086, allowedHosts: [String]? = nil, allowUnauthenticated: Bool? = nil) {
             self.host = host
             self.port = port
@@ -89,6 +103,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             /// must cover it plus lifecycle.shutdownGraceSeconds).
             public var drainTimeoutSeconds: Double?
             public static let defaultDrainTimeoutSeconds: Double = 15
+            /// PEM file of the certificate authorities that sign the nodes' API certificates, when
+            /// internal URLs are https:// under a private authority (default: the system's).
+            /// Calls between nodes always verify the certificate chain and host name.
+            public var caFile: String?
 
             public init(secret: String, internalURL: String? = nil, advertisedURL: String? = nil, capacityMillicores: Int? = nil,
                         drainTimeoutSeconds: Double? = nil) {
@@ -189,9 +207,14 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var publishersPerStage: Int
         /// IngestConfiguration objects (IVS: 100).
         public var ingestConfigurations: Int
+        /// Stages created through CreateStage (IVS: 1,000 per region); the configuration
+        /// file's own stages do not count.
+        public var stages: Int
         public init(concurrentCompositions: Int = 5, encoderConfigurations: Int = 20,
-                    storageConfigurations: Int = 5, publishersPerStage: Int = 12, ingestConfigurations: Int = 100) {
+                    storageConfigurations: Int = 5, publishersPerStage: Int = 12, ingestConfigurations: Int = 100,
+                    stages: Int = 1_000) {
             self.ingestConfigurations = ingestConfigurations
+            self.stages = stages
             self.concurrentCompositions = concurrentCompositions
             self.encoderConfigurations = encoderConfigurations
             self.storageConfigurations = storageConfigurations
@@ -205,6 +228,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             storageConfigurations = try c.decodeIfPresent(Int.self, forKey: .storageConfigurations) ?? d.storageConfigurations
             publishersPerStage = try c.decodeIfPresent(Int.self, forKey: .publishersPerStage) ?? d.publishersPerStage
             ingestConfigurations = try c.decodeIfPresent(Int.self, forKey: .ingestConfigurations) ?? d.ingestConfigurations
+            stages = try c.decodeIfPresent(Int.self, forKey: .stages) ?? d.stages
         }
     }
 
@@ -609,6 +633,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         copy.channels = channels.map { var c = $0; c.caFile = c.caFile.map(absolute); return c }
         copy.ingest.certificateFile = ingest.certificateFile.map(absolute)
         copy.ingest.privateKeyFile = ingest.privateKeyFile.map(absolute)
+        copy.listen.tls = listen.tls.map { Listen.TLS(certificateFile: absolute($0.certificateFile), privateKeyFile: absolute($0.privateKeyFile)) }
+        copy.database.fleet?.caFile = database.fleet?.caFile.map(absolute)
         return copy
     }
 
@@ -619,6 +645,12 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             problems.append("region/account: \"\(region)\"/\"\(account)\" must match [a-z0-9-]+ and [0-9]+")
         }
         if listen.host.isEmpty { problems.append("listen.host: must not be empty") }
+        if let tls = listen.tls, tls.certificateFile.isEmpty || tls.privateKeyFile.isEmpty {
+            problems.append("listen.tls: certificateFile and privateKeyFile must both be given")
+        }
+        if let url = database.fleet?.internalURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            problems.append("database.fleet.internalURL: \(url) is not an http:// or https:// URL")
+        }
         if !(0...65_535).contains(listen.port) { problems.append("listen.port: \(listen.port) is outside 0...65535") }
         if stateDirectory.isEmpty { problems.append("stateDirectory: must not be empty") }
         if let url = database.url, case .failure(let error) = PostgresDatabaseURL.parse(url) { problems.append(error.message) }
@@ -691,7 +723,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         let q = quotas
         for (name, value) in [("concurrentCompositions", q.concurrentCompositions), ("encoderConfigurations", q.encoderConfigurations),
                               ("storageConfigurations", q.storageConfigurations), ("publishersPerStage", q.publishersPerStage),
-                              ("ingestConfigurations", q.ingestConfigurations)]
+                              ("ingestConfigurations", q.ingestConfigurations), ("stages", q.stages)]
             where value < 0 {
             problems.append("quotas.\(name): must not be negative")
         }

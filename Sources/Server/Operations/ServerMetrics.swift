@@ -26,6 +26,9 @@ public final class ServerMetrics: Sendable {
     /// The WHIP socket's event loop: the worst lateness of its 10 ms tick over the last second.
     public let whipLoopLag: Gauge
     public let ingestAdmitted: Counter
+    /// Refused publishes that made no Participant Publish Error event (too many refusals of
+    /// the participant, or from the address, lately).
+    public let ingestRefusalEventsSuppressed: Counter
     private let ingestRefused: [String: Counter]
     private let ingestPublishErrors: [String: Counter]
     private let factory: any MetricsFactory
@@ -58,6 +61,7 @@ public final class ServerMetrics: Sendable {
         spoolBytes = Gauge(label: "stage_compositor_spool_bytes", factory: factory)
         whipLoopLag = Gauge(label: "stage_compositor_whip_loop_lag_seconds", factory: factory)
         ingestAdmitted = Counter(label: "stage_compositor_ingest_admitted_total", factory: factory)
+        ingestRefusalEventsSuppressed = Counter(label: "stage_compositor_ingest_refusal_events_suppressed_total", factory: factory)
         let codes = ["INSUFFICIENT_CAPABILITIES", "INVALID_STREAM_KEY", "INVALID_PROTOCOL", "REUSE_OF_STREAM_KEY", "QUOTA_EXCEEDED", "BITRATE_EXCEEDED",
                      "RESOLUTION_EXCEEDED", "INVALID_VIDEO_CODEC", "INVALID_AUDIO_CODEC", "INVALID_INPUT",
                      "STREAM_DURATION_EXCEEDED", "INTERNAL_SERVER_EXCEPTION"]

@@ -5,7 +5,9 @@
 // and records it like any publisher, through the one media path; nothing is decoded here.
 //
 // When the source leaves, the replica waits `reconnectWindowSeconds` for it to come back (a
-// new connection of the same participant on the source stage), then ends.
+// new connection of the same participant on the source stage, never a replica), then ends.
+// A forwarder whose timestamps stop advancing while packets keep coming (media going round
+// in a loop of forwarders) stops itself and says why.
 import Foundation
 import LiveStage
 import Logging
@@ -23,6 +25,8 @@ final class ReplicaForwarder: Sendable {
         let thread = Thread { [self] in
             var current = source
             var reason = "stopped"
+            var progress = ForwardProgress()
+            let started = ContinuousClock.now
             outer: while !self.stopped.load(ordering: .acquiring) {
                 let queue = current.makeQueue()
                 while !self.stopped.load(ordering: .acquiring) {
@@ -31,6 +35,13 @@ final class ReplicaForwarder: Sendable {
                         switch packet.content {
                         case .configuration(let configuration): replica.announce(configuration)
                         case .data(let bytes):
+                            if progress.forwarded(dts: packet.dts, at: ContinuousClock.now - started) {
+                                reason = "its timestamps stopped advancing (\(progress.packetsSinceAdvance) packets without a later "
+                                    + "one): media going round a loop of replicas"
+                                logger.error("participant replication stopped: timestamps stopped advancing",
+                                             metadata: ["packets": "\(progress.packetsSinceAdvance)"])
+                                break outer
+                            }
                             // Both stages run on the hub's clock: the source's placement stands
                             // (mapping it again would add a second latency and see a reconnect as a jump).
                             replica.pushStageTimed(packet.type, data: bytes, dts: packet.dts, pts: packet.pts, isKeyframe: packet.isKeyframe)
@@ -43,9 +54,7 @@ final class ReplicaForwarder: Sendable {
                         // The source left: wait for it to come back within the window.
                         let deadline = Date().addingTimeInterval(window)
                         while Date() < deadline, !self.stopped.load(ordering: .acquiring) {
-                            if let next = hub.publishers(stageArn: current.stageArn)
-                                .first(where: { $0.identity.participantId == current.identity.participantId
-                                           && $0.generation != current.generation && !$0.hasEnded }) {
+                            if let next = Self.reconnect(of: current, among: hub.publishers(stageArn: current.stageArn)) {
                                 current = next
                                 logger.info("replicated participant reconnected to its source stage")
                                 continue outer
@@ -66,4 +75,40 @@ final class ReplicaForwarder: Sendable {
     }
 
     func stop() { stopped.store(true, ordering: .releasing) }
+
+    /// The source's new connection among a stage's publishers: the same participant on a
+    /// new connection, live, and no replica (a replica of this participant made into the
+    /// source's stage would otherwise feed this replica with its own media).
+    static func reconnect(of source: LivePublisher, among publishers: [LivePublisher]) -> LivePublisher? {
+        publishers.first { $0.identity.participantId == source.identity.participantId && $0.identity.replicaOf == nil
+                           && $0.generation != source.generation && !$0.hasEnded }
+    }
+}
+
+/// Whether forwarded media still moves forward in time: a replica's packets come with the
+/// source's stage timestamps, which advance as long as the source is live. Packets that keep
+/// coming without a later decode time than seen before, for long and for many, are media
+/// going round in circles (a replica fed from itself), not a live source; a short replay of
+/// the keyframe cache at a (re)connect is far below both bounds.
+struct ForwardProgress {
+    /// At least this many packets and this long without a later timestamp: stalled.
+    static let stalledPackets = 300
+    static let stalledAfter = Duration.seconds(3)
+
+    private(set) var packetsSinceAdvance = 0
+    private var latest: Int64?
+    private var advancedAt: Duration = .zero
+
+    /// One packet forwarded with decode time `dts` at `now` (any monotonic origin); true
+    /// when the forwarding has stalled.
+    mutating func forwarded(dts: Int64, at now: Duration) -> Bool {
+        if let latest, dts <= latest {
+            packetsSinceAdvance &+= 1
+            return packetsSinceAdvance >= Self.stalledPackets && now - advancedAt >= Self.stalledAfter
+        }
+        latest = dts
+        advancedAt = now
+        packetsSinceAdvance = 0
+        return false
+    }
 }

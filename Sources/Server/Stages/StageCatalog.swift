@@ -39,12 +39,27 @@ public struct StageCatalog<Store: CompositionStore>: Sendable {
         return stored.map { ResolvedStage(stage: $0.stage, sourcePath: $0.sourcePath.isEmpty ? nil : $0.sourcePath, isConfigured: false) }
     }
 
-    public func all() async throws(APIError) -> [ResolvedStage] {
-        let stored: [StoredStage]
-        do { stored = try await store.stages() } catch { throw .internalServer("stage store: \(error.message)") }
-        return configured + stored.map {
-            ResolvedStage(stage: $0.stage, sourcePath: $0.sourcePath.isEmpty ? nil : $0.sourcePath, isConfigured: false)
+    /// The stages after `after` by ARN in byte order, the configuration file's among the
+    /// store's: a page of the store's (at most `limit`) with the configured ones that sort
+    /// before its end. `nextKey` is the store's: what sorts after it comes in a later page.
+    public func page(after: String?, limit: Int) async throws(APIError) -> KeysetPage<ResolvedStage> {
+        let stored: KeysetPage<StoredStage>
+        do { stored = try await store.stages(after: after, limit: limit) } catch {
+            throw .internalServer("stage store: \(error.message)")
         }
+        let configured = configured
+        let configuredArns = Set(configured.map(\.stage.arn))
+        func inPage(_ arn: String) -> Bool {
+            (after.map { $0.utf8.lexicographicallyPrecedes(arn.utf8) } ?? true)
+                && (stored.nextKey.map { !$0.utf8.lexicographicallyPrecedes(arn.utf8) } ?? true)
+        }
+        let rows = configured.filter { inPage($0.stage.arn) } + stored.items.compactMap { value -> ResolvedStage? in
+            // A configured stage shadows a stored one with its ARN, as `stage(arn:)` does.
+            guard !configuredArns.contains(value.stage.arn) else { return nil }
+            return ResolvedStage(stage: value.stage, sourcePath: value.sourcePath.isEmpty ? nil : value.sourcePath, isConfigured: false)
+        }
+        return KeysetPage(items: rows.sorted { $0.stage.arn.utf8.lexicographicallyPrecedes($1.stage.arn.utf8) },
+                          nextKey: stored.nextKey)
     }
 
     /// Checks a `stage-compositor:source` value: an absolute path (after resolving symlinks

@@ -67,9 +67,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     private var book: StageSessionBook
     /// By ingest configuration ARN (RTMP) or `whip:<stage ARN>/<participant ID>`.
     private var connections: [String: Connection] = [:]
-    /// WHIP participants revoked by DisconnectParticipant (`<stage ARN>/<participant ID>`),
-    /// until their token's expiry (seconds since 1970). Kept in memory: a restart forgets them.
-    private var revoked: [String: Int64] = [:]
+    /// Which refused publishes become Participant Publish Error events (paced).
+    private var refusalEvents = RefusalEventLimiter()
     private let inbox: AsyncStream<Message>
     private let inboxContinuation: AsyncStream<Message>.Continuation
     /// Individual participant recording (stages with autoParticipantRecordingConfiguration).
@@ -432,10 +431,20 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     /// Logs a refusal and, when the key names a stage, tells the stage (Participant Publish Error).
     private func refuse(_ error: IngestPublishError, _ reason: String, logger: Logger, stage: String? = nil,
                         participantId: String? = nil, userId: String = "") -> IngestAdmissionDecision {
-        logger.notice("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
         if let stage, !stage.isEmpty, let participantId {
-            let effects = book.refused(stageArn: stage, participantId: participantId, userId: userId, errorCode: error.rawValue)
-            Task { await self.apply(effects) }
+            // Paced per participant and per address: a flood of refusals is counted, not told.
+            let address = logger[metadataKey: "ingest.remote"].map { RefusalEventLimiter.host(of: "\($0)") }
+            if refusalEvents.admitEvent(participant: "\(stage)/\(participantId)", address: address, at: wallClockMicroseconds()) {
+                logger.notice("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
+                let effects = book.refused(stageArn: stage, participantId: participantId, userId: userId, errorCode: error.rawValue)
+                Task { await self.apply(effects) }
+            } else {
+                metrics?.ingestRefusalEventsSuppressed.increment()
+                logger.debug("publish refused (its event suppressed: too many refusals)",
+                             metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
+            }
+        } else {
+            logger.notice("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
         }
         return .refused(error, reason: reason)
     }
@@ -662,7 +671,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         participant.sourceSessionId = fields.sourceSessionId
     }
 
-    /// StartParticipantReplication: the source participant must be publishing now.
+    /// StartParticipantReplication: the source participant must be publishing now, and be no
+    /// replica itself (so replicas never form a cycle: media would go round it for ever); the
+    /// destination must have room under `quotas.publishersPerStage`.
     func startReplication(_ request: StartParticipantReplicationRequest, destination: Stage) async throws(APIError) {
         let key = ReplicaKey(source: request.sourceStageArn, destination: request.destinationStageArn, participantId: request.participantId)
         guard replicaState[key] == nil else {
@@ -672,8 +683,23 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
               let sourceSession = book.activeSession(stageArn: request.sourceStageArn) else {
             throw .resourceNotFound("participant \(request.participantId) is not publishing on \(request.sourceStageArn)")
         }
+        if let origin = source.identity.replicaOf {
+            throw .conflict("participant \(request.participantId) on \(request.sourceStageArn) is a replica of \(origin); "
+                            + "replicate it from \(origin), its source stage")
+        }
+        if let path = ReplicationGraph(edges: replicaState.keys.filter { $0.participantId == request.participantId }
+                                                .map { ($0.source, $0.destination) })
+            .path(from: request.destinationStageArn, to: request.sourceStageArn) {
+            throw .conflict("replicating participant \(request.participantId) from \(request.sourceStageArn) to "
+                            + "\(request.destinationStageArn) would close a cycle of replicas (\(path.joined(separator: " → ")))")
+        }
         guard !book.isConnected(stageArn: request.destinationStageArn, participantId: request.participantId) else {
             throw .conflict("participant \(request.participantId) is already on \(request.destinationStageArn)")
+        }
+        let publishing = book.connectedCount(stageArn: request.destinationStageArn)
+        guard publishing < configuration.quotas.publishersPerStage else {
+            throw .serviceQuotaExceeded("destinationStageArn: stage \(request.destinationStageArn) has \(publishing) publishers, "
+                                        + "the quota (quotas.publishersPerStage) is \(configuration.quotas.publishersPerStage)")
         }
         // The replica joins the destination here, on the source's node: in a fleet the
         // destination is placed here too (it costs a publisher), or the call is refused.
@@ -688,8 +714,12 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         }
         replicaReservations[key] = reservation
         let attributes = request.attributes ?? [:]
-        let identity = LiveParticipantIdentity(participantId: request.participantId, userId: source.identity.userId, attributes: attributes)
-        let replica = hub.join(stageArn: request.destinationStageArn, identity: identity)
+        let identity = LiveParticipantIdentity(participantId: request.participantId, userId: source.identity.userId, attributes: attributes,
+                                               replicaOf: request.sourceStageArn)
+        let forwarder = ReplicaForwarder()
+        // DisconnectParticipant and DeleteStage reach a replica through the hub, as they reach
+        // any publisher: the forwarder stops and the replica leaves.
+        let replica = hub.join(stageArn: request.destinationStageArn, identity: identity, disconnect: { _ in forwarder.stop() })
         await apply(book.joinAndPublish(stageArn: request.destinationStageArn, participantId: request.participantId,
                                         userId: source.identity.userId, attributes: attributes, transport: "",
                                         ingestConfigurationArn: nil, at: seconds()))
@@ -701,18 +731,19 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         replicationFields[sourceKey] = (.source, nil, nil, nil)
         await saveRecordingFields(replicaKey)
         await saveRecordingFields(sourceKey)
+        let entry = ParticipantReplica(sourceStageArn: request.sourceStageArn, participantId: request.participantId,
+                                       sourceSessionId: sourceSession, destinationStageArn: request.destinationStageArn,
+                                       destinationSessionId: destinationSession, replicationState: .active)
+        await appendReplicationEvents(.replicationStarted, entry)
         var replicaLogger = logger
         replicaLogger[metadataKey: "participant.id"] = "\(request.participantId)"
         replicaLogger[metadataKey: "replica.destination"] = "\(request.destinationStageArn)"
-        let forwarder = ReplicaForwarder()
         forwarder.start(source: source, replica: replica, hub: hub, window: TimeInterval(request.reconnectWindowSeconds ?? 0),
                         logger: replicaLogger) { [weak self] reason in
             guard let self else { return }
             Task { await self.replicationEnded(key, replicaKey: replicaKey, reason: reason) }
         }
-        replicaState[key] = (ParticipantReplica(sourceStageArn: request.sourceStageArn, participantId: request.participantId,
-                                                sourceSessionId: sourceSession, destinationStageArn: request.destinationStageArn,
-                                                destinationSessionId: destinationSession, replicationState: .active), forwarder)
+        replicaState[key] = (entry, forwarder)
         replicaLogger.info("participant replication started", metadata: ["replica.source": "\(request.sourceStageArn)"])
         if destination.autoParticipantRecordingConfiguration?.recordParticipantReplicas ?? true {
             await startRecording(replica, stage: destination, logger: replicaLogger)
@@ -729,19 +760,48 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         entry.forwarder.stop()
     }
 
+    /// Ends every replica into or out of a stage (DeleteStage): each stops at once, without
+    /// waiting for a reconnect window.
+    private func stopReplicas(touching stageArn: String) {
+        for (key, entry) in replicaState where key.source == stageArn || key.destination == stageArn {
+            replicaState[key]?.replica.replicationState = .stopped
+            entry.forwarder.stop()
+        }
+    }
+
     /// ListParticipantReplicas: the replicas of one source participant.
     func replicas(sourceStageArn: String, participantId: String) -> [ParticipantReplica] {
         replicaState.filter { $0.key.source == sourceStageArn && $0.key.participantId == participantId }.map(\.value.replica)
     }
 
     private func replicationEnded(_ key: ReplicaKey, replicaKey: ParticipantRecordingKey, reason: String) async {
-        guard replicaState.removeValue(forKey: key) != nil else { return }
+        guard let (entry, _) = replicaState.removeValue(forKey: key) else { return }
         if let reservation = replicaReservations.removeValue(forKey: key) { await ownership.release(reservation) }
+        await appendReplicationEvents(.replicationStopped, entry)
         await apply(book.leave(stageArn: key.destination, participantId: key.participantId, at: seconds()))
         if let fields = replicationFields[replicaKey] { replicationFields[replicaKey] = (fields.type, .stopped, fields.sourceStageArn, fields.sourceSessionId) }
         await saveRecordingFields(replicaKey)
         logger.info("participant replication ended", metadata: ["participant.id": "\(key.participantId)",
                                                                  "replica.destination": "\(key.destination)", "reason": "\(reason)"])
+    }
+
+    /// REPLICATION_STARTED / REPLICATION_STOPPED in the participant's events on both stages:
+    /// on the source (`replica` false) and on the destination (`replica` true), each naming
+    /// the destination stage and session.
+    private func appendReplicationEvents(_ name: APIModels.ParticipantEventName, _ replica: ParticipantReplica) async {
+        let time = APITimestamp(secondsSince1970: seconds())
+        for (stageArn, sessionId, isReplica) in [(replica.sourceStageArn, replica.sourceSessionId, false),
+                                                 (replica.destinationStageArn, replica.destinationSessionId, true)] {
+            guard !sessionId.isEmpty else { continue }
+            do {
+                try await store.appendParticipantEvent(stageArn: stageArn, sessionId: sessionId, ParticipantEvent(
+                    name: name, participantId: replica.participantId, eventTime: time,
+                    destinationStageArn: replica.destinationStageArn, destinationSessionId: replica.destinationSessionId,
+                    replica: isReplica))
+            } catch {
+                logger.error("stage state could not be persisted", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     // MARK: For the control plane
@@ -760,6 +820,12 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     @discardableResult
     public func disconnect(stageArn: String, participantId: String, reason: String, revoke: Bool = false) async -> Bool {
         guard book.isConnected(stageArn: stageArn, participantId: participantId) else { return false }
+        if let (key, entry) = replicaState.first(where: { $0.key.destination == stageArn && $0.key.participantId == participantId }) {
+            // A replica: its replication ends (its source is not this stage's to revoke).
+            replicaState[key]?.replica.replicationState = .stopped
+            entry.forwarder.stop()
+            return true
+        }
         if revoke, let connection = connections.values.first(where: { $0.stageArn == stageArn && $0.participantId == participantId }) {
             if let arn = connection.ingestConfigurationArn {
                 do {
@@ -771,18 +837,32 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                     logger.error("cannot clear the ingest configuration's stage", metadata: ["ingest.arn": "\(arn)", "error": "\(error)"])
                 }
             } else {
+                // Kept in the store until the token expires: a restart, and every node of a
+                // fleet, refuse it too.
                 let now = seconds()
-                revoked = revoked.filter { $0.value > now }
-                revoked["\(stageArn)/\(participantId)"] = connection.tokenExpiresAt ?? now + 14 * 86_400
+                do {
+                    try await store.putRevocation(key: "\(stageArn)/\(participantId)", until: connection.tokenExpiresAt ?? now + 14 * 86_400)
+                    try await store.pruneRevocations(expiredBefore: now)
+                } catch {
+                    logger.error("cannot store the participant's revocation", metadata: [
+                        "stage.arn": "\(stageArn)", "participant.id": "\(participantId)", "error": "\(error)"])
+                }
             }
         }
         return hub.disconnect(stageArn: stageArn, participantId: participantId, reason: reason)
     }
 
-    /// Whether DisconnectParticipant revoked this WHIP participant and its token has not expired.
-    public func isRevoked(stageArn: String, participantId: String) -> Bool {
-        guard let until = revoked["\(stageArn)/\(participantId)"] else { return false }
-        return until > seconds()
+    /// Whether DisconnectParticipant revoked this WHIP participant (on any node, before any
+    /// restart) and its token has not expired. A store that cannot answer refuses: a revoked
+    /// token must not get in while the store is away.
+    public func isRevoked(stageArn: String, participantId: String) async -> Bool {
+        do {
+            guard let until = try await store.revocation(key: "\(stageArn)/\(participantId)") else { return false }
+            return until > seconds()
+        } catch {
+            logger.error("cannot read revocations; refusing the participant", metadata: ["error": "\(error)"])
+            return true
+        }
     }
 
     /// Ends every WHIP session a deleted public key admitted.
@@ -798,8 +878,10 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         hub.disconnect(stageArn: connection.stageArn, participantId: connection.participantId, reason: reason)
     }
 
-    /// Disconnects everyone on a stage (DeleteStage).
+    /// Disconnects everyone on a stage (DeleteStage), replicas on it included, and ends the
+    /// replicas of its participants on other stages.
     public func disconnectAll(stageArn: String, reason: String) {
+        stopReplicas(touching: stageArn)
         for connection in connections.values where connection.stageArn == stageArn {
             hub.disconnect(stageArn: stageArn, participantId: connection.participantId, reason: reason)
         }
@@ -808,6 +890,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     // MARK: Helpers
 
     private func seconds() -> Int64 { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+    private func wallClockMicroseconds() -> Int64 { Int64((wallClock().timeIntervalSince1970 * 1_000_000).rounded(.down)) }
 
     /// Compares secrets without an early exit, so timing says nothing about how much matched.
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {

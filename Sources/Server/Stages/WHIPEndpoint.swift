@@ -2,7 +2,7 @@
 // `endpoints.whip` with a participant token, and gets the answer and a session resource.
 //
 //   POST   /whip/<stage id>            Bearer token, application/sdp → 201 + Location + answer
-//   DELETE /whip/<stage id>/<session>  the participant leaves → 200
+//   DELETE /whip/<stage id>/<session>  with the session's token: the participant leaves → 200
 //   PATCH  (trickle ICE, ICE restart)  → 405: the answer carries our only candidate
 //   OPTIONS                            → 204 with CORS, so a web page can publish
 //
@@ -65,10 +65,7 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
             var request = request
             return await publish(&request, stageId: stageId, clientAddress: clientAddress)
         case (.delete, let id?):
-            guard await media.stop(id: id, reason: "the publisher ended the WHIP session (DELETE)") else {
-                return WHIPResponses.plain(.notFound, "no WHIP session \(id)")
-            }
-            return Response(status: .ok, headers: WHIPResponses.cors(allow: "DELETE, OPTIONS"))
+            return await end(request, stageId: stageId, sessionId: id)
         case (.patch, _):
             // No trickle ICE and no ICE restarts: the answer is complete (RFC 9725 §4.3.1).
             var headers = WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS")
@@ -82,6 +79,42 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         }
     }
 
+    /// The bearer token of a request: the Authorization header, or a fleet redirect's
+    /// `access_token` query parameter.
+    static func bearerToken(_ request: Request) -> String? {
+        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
+            return String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        }
+        return queryToken(request.uri.query)
+    }
+
+    /// DELETE of a session resource: only with a token of the session's own participant on
+    /// this stage (signed by a key of ours; an expired one still proves who it is), so neither
+    /// a guessed nor a leaked resource ID ends someone's session. Every refusal is the same
+    /// 404, which tells nothing of other participants' sessions.
+    private func end(_ request: Request, stageId: String, sessionId: String) async -> Response {
+        guard let token = Self.bearerToken(request) else {
+            return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <participant token>",
+                                       headers: [.wwwAuthenticate: "Bearer"])
+        }
+        let notFound = WHIPResponses.plain(.notFound, "no WHIP session \(WebRTCIngestServer.redacted(sessionId)) of this token's participant")
+        guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
+                                    resourceID: stageId)?.description else { return notFound }
+        let claims: ParticipantTokenClaims
+        do {
+            claims = try await tokens.verify(token, stageArn: stageArn, now: wallClock())
+        } catch {
+            guard error.kind == .expired, let genuine = error.genuineClaims, genuine.stageArn == stageArn else {
+                return WHIPResponses.plain(.unauthorized, "participant token: \(error.message)",
+                                           headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""])
+            }
+            claims = genuine
+        }
+        guard await media.stop(id: sessionId, stageArn: stageArn, participantId: claims.participantId,
+                               reason: "the publisher ended the WHIP session (DELETE)") else { return notFound }
+        return Response(status: .ok, headers: WHIPResponses.cors(allow: "DELETE, OPTIONS"))
+    }
+
     private func publish(_ request: inout Request, stageId: String, clientAddress: String) async -> Response {
         guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
                                     resourceID: stageId)?.description else {
@@ -93,12 +126,7 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         // 1. Who is it? (The token is never logged.) A fleet's redirect carries the token in
         // the URL, because browsers drop Authorization when they follow a redirect to
         // another origin.
-        let token: String
-        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
-            token = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-        } else if let fromQuery = Self.queryToken(request.uri.query) {
-            token = fromQuery
-        } else {
+        guard let token = Self.bearerToken(request) else {
             return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <participant token>",
                               headers: [.wwwAuthenticate: "Bearer"])
         }

@@ -245,6 +245,20 @@ public final class WebRTCIngestServer: Service, Sendable {
         return (try? await channel.eventLoop.submit { table.end(id: id, reason: reason) }.get()) ?? false
     }
 
+    /// Ends a session only if it is `participantId`'s on `stageArn` (WHIP DELETE, whose token
+    /// names them). False when there is no such session.
+    public func stop(id: String, stageArn: String, participantId: String, reason: String) async -> Bool {
+        guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
+            return false
+        }
+        return (try? await channel.eventLoop.submit {
+            table.end(id: id, reason: reason, if: { $0.participantId == participantId && $0.publication.publisher.stageArn == stageArn })
+        }.get()) ?? false
+    }
+
+    /// A session ID as logs show it: enough to tell sessions apart, too little to end one.
+    public static func redacted(_ id: String) -> String { id.count > 6 ? "\(id.prefix(6))…" : "…" }
+
     /// Same, without waiting (the hub's disconnect callback must return quickly).
     public func stopSoon(id: String, reason: String) {
         guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
@@ -453,7 +467,7 @@ final class SessionTable: @unchecked Sendable {
                 entry.forwarder.forward(unit)
             case .connected:
                 logger.info("WHIP publisher connected", metadata: ["participant.id": "\(entry.participantId)",
-                                                                   "whip.session": "\(entry.id)",
+                                                                   "whip.session": "\(WebRTCIngestServer.redacted(entry.id))",
                                                                    "remote": "\(entry.address.map { "\($0)" } ?? "?")"])
             case .ended(let reason):
                 remove(entry, reason: reason.description)
@@ -462,8 +476,8 @@ final class SessionTable: @unchecked Sendable {
     }
 
     @discardableResult
-    func end(id: String, reason: String) -> Bool {
-        guard let entry = byID[id] else { return false }
+    func end(id: String, reason: String, if allowed: (Entry) -> Bool = { _ in true }) -> Bool {
+        guard let entry = byID[id], allowed(entry) else { return false }
         remove(entry, reason: reason)
         return true
     }
@@ -479,7 +493,7 @@ final class SessionTable: @unchecked Sendable {
         if let address = entry.address, byAddress[address] === entry { byAddress[address] = nil }
         let statistics = entry.session.statistics
         logger.info("WHIP publisher left", metadata: [
-            "participant.id": "\(entry.participantId)", "whip.session": "\(entry.id)", "reason": "\(reason)",
+            "participant.id": "\(entry.participantId)", "whip.session": "\(WebRTCIngestServer.redacted(entry.id))", "reason": "\(reason)",
             "rtp.received": "\(statistics.receiver.packetsReceived)", "rtp.lost": "\(statistics.receiver.packetsLost)",
             "rtp.recovered": "\(statistics.receiver.recoveredByNack)",
             "srtp.auth_failures": "\(statistics.srtp.authenticationFailures)"])
