@@ -11,9 +11,10 @@
 // `stallTimeout` instead of blocking. Outages go through the reconnect state machine.
 //
 // Timestamps: every connection keeps the composition's own timestamps (the first connection
-// starts at 0; a reconnect resumes on a keyframe at the composition time it was taken),
-// so the channel sees one monotonic timeline across reconnects. Audio before the resume
-// keyframe is skipped.
+// starts at 0 with the AAC priming just before it, moved by the muxer so that none is
+// negative; a reconnect resumes on a keyframe at the composition time it was taken), so the
+// channel sees one monotonic timeline across reconnects. Audio more than a priming before
+// the resume keyframe is skipped.
 //
 // Timing (defaults; all in ChannelDestinationConfiguration / ChannelReconnectPolicy):
 //   stall noticed   ≤ (socket send buffer + receiver window) / bitrate + stallTimeout (5 s)
@@ -404,8 +405,14 @@ final class ChannelSender: @unchecked Sendable {
         item.media == .video || microseconds(of: item) >= resumeMicroseconds
     }
 
+    /// A packet's time for resuming on a keyframe, in µs. Audio's is its pts plus the
+    /// encoder's priming: an AAC decoder decodes each frame with the one before it, and the
+    /// encoder's first packet (all priming, stamped a priming before 0) must go out with the
+    /// first keyframe for the first frame's sound to decode whole.
     private func microseconds(of item: ChannelPacketQueue.Item) -> Int64 {
-        (item.media == .video ? video.timeBase : audio.timeBase).rescale(item.packet.pts, to: MediaTime.microseconds)
+        item.media == .video
+            ? video.timeBase.rescale(item.packet.pts, to: MediaTime.microseconds)
+            : audio.timeBase.rescale(item.packet.pts + audio.primingTicks, to: MediaTime.microseconds)
     }
 
     /// Once the composition has ended, the remaining packets and the trailer share one

@@ -134,6 +134,12 @@ public final class Encoder {
     /// Samples per audio frame the encoder expects (1024 for AAC); 0 for video.
     public var frameSize: Int { Int(context!.pointee.frame_size) }
 
+    /// How far before its first frame's time the encoder stamps its first packet, in
+    /// `timeBase` ticks: AAC starts with 1024 samples of priming that decoders discard, stamped
+    /// at -1024 so that the first frame's first sample still plays at the first frame's time.
+    /// 0 for H.264 (no B-frames: decode order is presentation order).
+    public var primingTicks: Int64 { Int64(context!.pointee.initial_padding) }
+
     /// A reusable frame in the encoder's input format (video canvas or audio frame of
     /// `frameSize` samples), allocated once.
     public func makeInputFrame() throws(FFmpegError) -> Frame {

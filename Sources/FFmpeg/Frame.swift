@@ -118,6 +118,12 @@ public final class Packet {
         av_packet_rescale_ts(pointer, source.avRational, target.avRational)
     }
 
+    /// Adds `ticks` to pts and dts (those it has).
+    func shiftTimestamps(by ticks: Int64) {
+        if pointer.pointee.pts != AVCodes.noPTS { pointer.pointee.pts += ticks }
+        if pointer.pointee.dts != AVCodes.noPTS { pointer.pointee.dts += ticks }
+    }
+
     /// The payload bytes (copied), for tests and diagnostics.
     public var bytes: [UInt8] {
         guard let data = pointer.pointee.data, size > 0 else { return [] }

@@ -11,6 +11,11 @@ public final class Muxer {
     private var finished = false
     private let scratch = Packet()
     private var sourceTimeBases: [Rational] = []
+    /// Per stream: how far before 0 its source stamps packets (an encoder's priming), in its
+    /// source time base.
+    private var primings: [Int64] = []
+    /// Per stream, in the stream's own time base: added to every timestamp (see `writeHeader`).
+    private var shifts: [Int64] = []
     public let format: String
     /// When false the caller orders packets itself (segmenters, so that a segment holds
     /// exactly the packets written before the cut) and they are written as they come.
@@ -81,6 +86,7 @@ public final class Muxer {
         try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "copy \(encoder.codecName) parameters")
         stream.pointee.time_base = encoder.timeBase.avRational
         sourceTimeBases.append(encoder.timeBase)
+        primings.append(encoder.primingTicks)
         return Int(stream.pointee.index)
     }
 
@@ -93,6 +99,7 @@ public final class Muxer {
         try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters.pointer), "copy stream parameters")
         stream.pointee.time_base = parameters.timeBase.avRational
         sourceTimeBases.append(parameters.timeBase)
+        primings.append(parameters.primingTicks)
         return Int(stream.pointee.index)
     }
 
@@ -102,6 +109,24 @@ public final class Muxer {
         defer { av_dict_free(&dictionary) }
         try check(avformat_write_header(context, &dictionary), "write \(format) header")
         headerWritten = true
+        shifts = Self.shifts(primings: primings, sourceTimeBases: sourceTimeBases, streamTimeBases: (0..<sourceTimeBases.count).map {
+            Rational(context!.pointee.streams[$0]!.pointee.time_base)
+        })
+    }
+
+    /// The container's time 0 is the earliest time any stream is stamped with, so no packet
+    /// is written before it: an AAC encoder stamps its priming before the first frame (-1024
+    /// samples), MPEG-TS wraps a negative time to 2^33 - n (26.5 hours on: players then
+    /// cannot seek), and FLV cannot carry one either. libavformat's own avoidance
+    /// (`avoid_negative_ts`) shifts by the first packet *written*, which is a video packet at 0
+    /// when the video encoder has no lookahead (live), and left the audio after it negative.
+    /// Every stream moves by the same time, so they stay in sync: per stream, the largest
+    /// priming in that stream's time base (rounded to nearest like the packets themselves, so
+    /// the earliest packet lands on 0 exactly).
+    static func shifts(primings: [Int64], sourceTimeBases: [Rational], streamTimeBases: [Rational]) -> [Int64] {
+        streamTimeBases.map { target in
+            zip(primings, sourceTimeBases).map { priming, source in source.rescale(priming, to: target) }.max() ?? 0
+        }
     }
 
     /// Writes a reference to `packet` (which stays valid for other destinations) on `stream`,
@@ -111,6 +136,7 @@ public final class Muxer {
         scratch.streamIndex = stream
         let target = Rational(context!.pointee.streams[stream]!.pointee.time_base)
         scratch.rescaleTimestamps(from: sourceTimeBases[stream], to: target)
+        if stream < shifts.count, shifts[stream] != 0 { scratch.shiftTimestamps(by: shifts[stream]) }
         let code = interleaved ? av_interleaved_write_frame(context, scratch.pointer) : av_write_frame(context, scratch.pointer)
         scratch.unref()
         try check(code, "write \(format) packet")

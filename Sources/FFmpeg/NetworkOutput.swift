@@ -55,6 +55,8 @@ public final class StreamParameters: @unchecked Sendable {
     // Immutable after init; only read (copied into new streams) afterwards.
     let pointer: UnsafeMutablePointer<AVCodecParameters>
     public let timeBase: Rational
+    /// The encoder's `primingTicks` (0 for a stream copy: its timestamps are as they came).
+    public let primingTicks: Int64
 
     public init(of encoder: Encoder) throws(FFmpegError) {
         guard let parameters = avcodec_parameters_alloc() else {
@@ -62,6 +64,7 @@ public final class StreamParameters: @unchecked Sendable {
         }
         pointer = parameters
         timeBase = encoder.timeBase
+        primingTicks = encoder.primingTicks
         try check(avcodec_parameters_from_context(parameters, encoder.context), "copy \(encoder.codecName) parameters")
     }
 
@@ -74,6 +77,7 @@ public final class StreamParameters: @unchecked Sendable {
         }
         pointer = copy
         self.timeBase = timeBase
+        primingTicks = 0
         try check(avcodec_parameters_copy(copy, parameters.pointer), "copy \(parameters.codecName) parameters")
         if let size {
             copy.pointee.width = Int32(clamping: size.width)

@@ -12,7 +12,7 @@ final class LiveDaemonTests: XCTestCase {
         // Figures the tests measure (A/V offsets, time to LEFT, lagged frames and dropped packets
         // under load) and the generated sequences with their seeds go to the suite's output.
         for line in output.split(separator: "\n")
-        where line.hasPrefix("A/V offset") || line.hasPrefix("published ") || line.hasPrefix("replication:") || line.hasPrefix("replica ") || line.hasPrefix("after kill -9") || line.hasPrefix("WHIP AUDIO_VIDEO") || line.hasPrefix("killed publisher") || line.hasPrefix("overload:")
+        where line.hasPrefix("A/V offset") || line.hasPrefix("published ") || line.hasPrefix("replication:") || line.hasPrefix("replica ") || line.hasPrefix("after kill -9") || line.hasPrefix("WHIP AUDIO_VIDEO") || line.hasPrefix("killed publisher") || line.hasPrefix("overload:") || line.hasPrefix("seek")
             || (line.hasPrefix("seed ") && line.contains(" sequence: ")) {
             print("\(test): \(line)")
         }

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -374,6 +375,31 @@ def test_three_publishers_compose_and_stop(d):
     check_phases("recording", media_check.Video(playlist, *SIZE), media_check.Audio(playlist), phases, d.binary)
     flv = nginx.recording("composite")
     check_phases("channel", media_check.Video(flv, *SIZE), media_check.Audio(flv), phases, d.binary)
+    check_timeline_and_seeking(playlist, flv)
+
+
+def check_timeline_and_seeking(playlist, flv):
+    """Issue 38: no packet of the recording or the channel is before 0 or wrapped (a live
+    composite's AAC priming was written at -1920 and wrapped in 0.ts to 2^33 - 1920), and a
+    player can seek the recording: `ffmpeg -ss t` to ten times spread over it gives the frame
+    a straight decode shows then (within a frame)."""
+    with open(playlist) as f:
+        duration = sum(float(m) for m in re.findall(r"#EXTINF:([0-9.]+)", f.read()))
+    scratch, segments = media_check.hls_segments(playlist)
+    try:
+        problems = media_check.timestamp_problems(segments, duration + 1)
+        first = media_check.packet_timestamps(segments[0])
+    finally:
+        shutil.rmtree(scratch)
+    problems += media_check.timestamp_problems([flv], duration + 5)
+    check(not problems, f"packets before 0 or wrapped: {problems[:10]} ({len(problems)} in all)")
+    starts = {kind: next(pts for k, pts, _ in first if k == kind) for kind in ("audio", "video")}
+    print(f"seek: 0.ts starts with audio at {starts['audio']:.6f} s, video at {starts['video']:.6f} s")
+    offsets = media_check.seek_offsets(playlist, [duration * (k + 0.5) / 10 for k in range(10)])
+    print("seek offsets (-ss t: frames from the one shown at t, ms after t, pixel difference): " + ", ".join(
+        f"{t:.1f}s {off} {ms} {difference if difference is None else round(difference, 2)}" for t, off, ms, difference in offsets))
+    wrong = [result for result in offsets if result[1] is None or abs(result[1]) > 1 or result[3] > 2]
+    check(not wrong, f"ffmpeg -ss gives another frame than a straight decode shows then: {wrong}")
 
 
 def test_full_workflow_webhook_starts_composition(d):

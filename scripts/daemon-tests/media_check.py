@@ -239,3 +239,121 @@ def check_colour_and_tone(playlist, width, height, colour, tone, skip=0.5):
     problems += [f"{t:.0f}-{t + 1:.0f}s: no {tone} Hz" for t in range(int(skip), int(audio.duration) - 1)
                  if audio.tone_level(tone, t, t + 1.0) <= 0.03]
     return problems
+
+
+def packet_timestamps(path):
+    """Every packet of a file as its demuxer reads it, not re-based: (type, pts, dts) in seconds
+    (None where the packet has none)."""
+    result = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts,dts:stream=index,codec_type,time_base",
+                             "-of", "json", path], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"ffprobe {path}: {result.stderr}")
+    probed = json.loads(result.stdout)
+    streams = {}
+    for stream in probed.get("streams", []):
+        num, den = (int(v) for v in stream["time_base"].split("/"))
+        streams[stream["index"]] = (stream.get("codec_type"), num / den)
+    packets = []
+    for packet in probed.get("packets", []):
+        kind, unit = streams[packet["stream_index"]]
+        packets.append((kind, *(packet[key] * unit if isinstance(packet.get(key), int) else None for key in ("pts", "dts"))))
+    return packets
+
+
+def hls_segments(playlist):
+    """The media files of an HLS playlist, each as a path to probe on its own: an MPEG-TS
+    segment as it is, an fMP4 one joined to its initialization section (in a temporary file the
+    caller removes with the returned directory)."""
+    folder = os.path.dirname(playlist)
+    scratch = tempfile.mkdtemp(prefix="segments-")
+    init, paths = None, []
+    with open(playlist) as f:
+        for line in (line.strip() for line in f):
+            match = re.match(r'#EXT-X-MAP:URI="([^"]+)"', line)
+            if match:
+                init = os.path.join(folder, match.group(1))
+            elif line and not line.startswith("#"):
+                segment = os.path.join(folder, line)
+                if init is None:
+                    paths.append(segment)
+                    continue
+                joined = os.path.join(scratch, f"{len(paths)}.mp4")
+                with open(joined, "wb") as out:
+                    for part in (init, segment):
+                        with open(part, "rb") as source:
+                            out.write(source.read())
+                paths.append(joined)
+    return scratch, paths
+
+
+def timestamp_problems(paths, seconds):
+    """Packets of the files before 0 or past `seconds`: a negative time, or one wrapped round
+    (MPEG-TS keeps 33 bits of 90 kHz: -1920 ticks reads as 2^33 - 1920, 26.5 hours on). Each is
+    described; the list is empty when there are none."""
+    problems = []
+    for path in paths:
+        for kind, pts, dts in packet_timestamps(path):
+            for name, value in (("pts", pts), ("dts", dts)):
+                if value is not None and not 0 <= value <= seconds:
+                    problems.append(f"{os.path.basename(path)} {kind} {name} {value:.6f} s")
+    return problems
+
+
+class Pictures:
+    """Every decoded frame of a file (scaled to width x height, RGB) with its presentation time
+    on the file's own clock (as ffprobe reads it: ffmpeg -copyts moves a video-only output's
+    first frame to 0). With `seek`: the one frame `ffmpeg -ss seek -i path` gives, as a
+    player's seek would (ffmpeg's own timestamp handling is part of what is checked), its time
+    put back on the file's clock (`start`: the file's start time, from which -ss counts)."""
+
+    def __init__(self, path, width=64, height=36, seek=None, start=0.0):
+        self.width, self.height = width, height
+        command = ["ffmpeg", "-v", "info", "-nostats"]
+        if seek is not None:
+            command += ["-ss", f"{seek:.3f}"]
+        command += ["-i", path, "-an", "-vf", f"scale={width}:{height},showinfo", "-fps_mode", "passthrough"]
+        if seek is not None:
+            command += ["-frames:v", "1"]
+        result = subprocess.run(command + ["-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True, timeout=600)
+        if result.returncode != 0:
+            raise RuntimeError(f"decode {path}: {result.stderr.decode()[-2000:]}")
+        frame = width * height * 3
+        count = len(result.stdout) // frame
+        if seek is None:
+            probed = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                                     "frame=best_effort_timestamp_time", "-of", "csv=p=0", path],
+                                    capture_output=True, text=True, timeout=600)
+            self.times = [float(line.strip(",")) for line in probed.stdout.split() if line.strip(",") not in ("", "N/A")]
+        else:
+            # The filters may have shown a frame more than the one written; ffmpeg's output
+            # times count from the seek position.
+            shown = re.findall(r"Parsed_showinfo.*? pts_time:\s*(-?[0-9.]+)", result.stderr.decode(errors="replace"))
+            self.times = [float(time) + float(f"{seek:.3f}") + start for time in shown[:count]]
+        if count != len(self.times):
+            raise RuntimeError(f"decode {path}: {count} frames but {len(self.times)} times")
+        self.frames = numpy.frombuffer(result.stdout[:count * frame], dtype=numpy.uint8).reshape(count, height, width, 3)
+
+
+def seek_offsets(path, times, width=64, height=36):
+    """For each t in `times` (seconds from the file's start, as `ffmpeg -ss` counts them): how
+    many frames the frame `ffmpeg -ss t -i path -frames:v 1` gives is from the frame a straight
+    decode shows at t (by its time), and how far its pixels are (mean absolute difference,
+    0-255) from the nearest of that frame and its two neighbours: a seek gone wrong gives
+    another picture, or the right one with the wrong time. Returns [(t, frames off, ms from t
+    to the frame's time, pixel difference)]; ffmpeg gives the first frame at or after t, so 1
+    frame off (up to a frame later than t) is a right seek too."""
+    start = float(probe(path)["format"].get("start_time", 0))
+    straight = Pictures(path, width, height)
+    step = numpy.median(numpy.diff(straight.times))
+    results = []
+    for t in times:
+        shown = max([i for i, time in enumerate(straight.times) if time <= start + t + 1e-6], default=0)
+        sought = Pictures(path, width, height, seek=t, start=start)
+        if not sought.times:
+            results.append((t, None, None, None))
+            continue
+        off = round((sought.times[0] - straight.times[shown]) / step)
+        neighbours = straight.frames[max(0, shown - 1):shown + 2].astype(numpy.float64)
+        difference = min(float(numpy.abs(frame - sought.frames[0].astype(numpy.float64)).mean()) for frame in neighbours)
+        results.append((t, off, round((sought.times[0] - start - t) * 1000, 1), difference))
+    return results
