@@ -295,6 +295,8 @@ let package = Package(
                                                         .product(name: "PostgresNIO", package: "postgres-nio"), "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
                                                         "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                                                        .product(name: "NIOCore", package: "swift-nio"),
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),
                                                         .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "Logging", package: "swift-log")]),

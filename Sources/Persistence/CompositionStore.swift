@@ -219,6 +219,11 @@ public protocol CompositionStore: Sendable {
     func stageSession(stageArn: String, sessionId: String) async throws(PersistenceError) -> StoredStageSession?
     /// A stage's sessions, newest first.
     func stageSessions(stageArn: String) async throws(PersistenceError) -> [StoredStageSession]
+    /// A page of a stage's sessions, newest first (start time descending, then session ID in
+    /// byte order): those after `after` (from the newest when nil), at most `limit` (clamped
+    /// to `KeysetPage.limits`). Keys are `PageKey.session`.
+    func stageSessions(stageArn: String, after: StageSessionPosition?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredStageSession>
     /// Sessions without an end time (open when the daemon stopped).
     func openStageSessions() async throws(PersistenceError) -> [StoredStageSession]
     /// The stage's session without an end time, if it has one.
@@ -228,10 +233,21 @@ public protocol CompositionStore: Sendable {
     func participant(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> StoredParticipant?
     /// A session's participants in the order they first joined.
     func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant]
+    /// A page of a session's participants that match `filter`, in join order: those that
+    /// joined after `afterJoinOrder` (from the first when nil), at most `limit`. Keys are
+    /// `PageKey.sequence` of the join order; the store filters while it reads (a bounded
+    /// number of rows at a time).
+    func participants(stageArn: String, sessionId: String, matching filter: ParticipantFilter, afterJoinOrder: Int64?,
+                      limit: Int) async throws(PersistenceError) -> KeysetPage<StoredParticipant>
     /// Adds an event after every event stored so far.
     func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError)
     /// A participant's events, in the order they were appended.
     func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent]
+    /// A page of a participant's events in the order they were appended: those after the
+    /// place `afterSequence` (from the first when nil), at most `limit`. Keys are
+    /// `PageKey.sequence` of the event's place among the session's events.
+    func participantEvents(stageArn: String, sessionId: String, participantId: String, afterSequence: Int64?,
+                           limit: Int) async throws(PersistenceError) -> KeysetPage<ParticipantEvent>
     /// Forgets sessions (with their participants and events) that ended before `seconds` since 1970.
     /// Open sessions are never pruned.
     func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError)

@@ -119,6 +119,19 @@ public final class InMemoryCompositionStore: CompositionStore {
             }
         }
     }
+    public func stageSessions(stageArn: String, after: StageSessionPosition?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredStageSession> {
+        let limit = KeysetPage<StoredStageSession>.clamped(limit), after = after.map(PageKey.session) ?? ""
+        // A session's key sorts in byte order as the sessions do.
+        let rows = tables.withLock { tables in
+            tables.sessions.values.lazy.filter { $0.stageArn == stageArn }
+                .map { (key: PageKey.session(StageSessionPosition($0)), item: $0) }
+                .filter { after.utf8.lexicographicallyPrecedes($0.key.utf8) }
+                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                .prefix(limit + 1)
+        }
+        return KeysetPage(reading: Array(rows), limit: limit)
+    }
     public func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
         tables.withLock { $0.sessions.values.filter { $0.session.endTime == nil }.sorted { ($0.stageArn, $0.session.sessionId ?? "") < ($1.stageArn, $1.session.sessionId ?? "") } }
     }
@@ -136,11 +149,38 @@ public final class InMemoryCompositionStore: CompositionStore {
     public func participants(stageArn: String, sessionId: String) async throws(PersistenceError) -> [StoredParticipant] {
         tables.withLock { ($0.participants[Self.key(stageArn, sessionId)] ?? [:]).values.sorted { $0.order < $1.order }.map(\.value) }
     }
+    public func participants(stageArn: String, sessionId: String, matching filter: ParticipantFilter, afterJoinOrder: Int64?,
+                             limit: Int) async throws(PersistenceError) -> KeysetPage<StoredParticipant> {
+        try await ParticipantFilter.page(after: afterJoinOrder, limit: limit, matching: filter) { after, count in
+            tables.withLock { tables in
+                (tables.participants[Self.key(stageArn, sessionId)] ?? [:]).values
+                    .filter { Int64($0.order) > after ?? Int64.min }
+                    .sorted { $0.order < $1.order }.prefix(count)
+                    .map { (joinOrder: Int64($0.order), participant: $0.value) }
+            }
+        }
+    }
     public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
         tables.withLock { $0.events[Self.key(value.stageArn, value.sessionId), default: []].append((value.participantId, value.event)) }
     }
     public func participantEvents(stageArn: String, sessionId: String, participantId: String) async throws(PersistenceError) -> [ParticipantEvent] {
         tables.withLock { ($0.events[Self.key(stageArn, sessionId)] ?? []).filter { $0.participantId == participantId }.map(\.event) }
+    }
+    public func participantEvents(stageArn: String, sessionId: String, participantId: String, afterSequence: Int64?,
+                                  limit: Int) async throws(PersistenceError) -> KeysetPage<ParticipantEvent> {
+        let limit = KeysetPage<ParticipantEvent>.clamped(limit)
+        // An event's place is its index among the session's events, plus one.
+        let rows = tables.withLock { tables in
+            let events = tables.events[Self.key(stageArn, sessionId)] ?? []
+            let start = Int(min(max(afterSequence ?? 0, 0), Int64(events.count)))
+            var rows: [(key: String, item: ParticipantEvent)] = []
+            for index in events.indices[start...] where events[index].participantId == participantId {
+                rows.append((PageKey.sequence(Int64(index) + 1), events[index].event))
+                if rows.count > limit { break }
+            }
+            return rows
+        }
+        return KeysetPage(reading: rows, limit: limit)
     }
     public func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
         tables.withLock { tables in

@@ -110,6 +110,13 @@ public final class SQLiteCompositionStore: DocumentRowStore {
                 t.column("expiresAt", .integer).notNull()
             }
         }
+        migrator.registerMigration("v5-session-pages") { db in
+            // ListStageSessions pages newest first, then by session ID; ListParticipants in
+            // join order. (ListParticipantEvents' pages follow participantEventBySession, whose
+            // entries end with the rowid, the event's sequence.)
+            try db.execute(sql: "CREATE INDEX stageSessionNewestFirst ON stageSession (stageArn, startTime DESC, sessionId)")
+            try db.create(index: "participantByJoinOrder", on: "participant", columns: ["stageArn", "sessionId", "joinOrder"])
+        }
         return migrator
     }
 
@@ -254,6 +261,29 @@ public final class SQLiteCompositionStore: DocumentRowStore {
         try await documents(StoredStageSession.self,
                             "SELECT document FROM stageSession WHERE stageArn = ? ORDER BY startTime DESC, sessionId DESC", [stageArn])
     }
+    public func stageSessions(stageArn: String, after: StageSessionPosition?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredStageSession> {
+        let limit = KeysetPage<StoredStageSession>.clamped(limit)
+        var sql = "SELECT startTime, sessionId, document FROM stageSession WHERE stageArn = ?"
+        var arguments: StatementArguments = [stageArn]
+        if let after {
+            // `startTime <= ?` bounds the index range; the rest skips the ties already listed.
+            sql += " AND startTime <= ? AND (startTime < ? OR sessionId > ?)"
+            arguments += [after.startTime, after.startTime, after.sessionId]
+        }
+        sql += " ORDER BY startTime DESC, sessionId LIMIT ?"
+        arguments += [limit + 1]
+        let (statement, statementArguments) = (sql, arguments)
+        let rows: [(Int64, String, String)] = try await run { db in
+            try Row.fetchAll(db, sql: statement, arguments: statementArguments).map { ($0["startTime"], $0["sessionId"], $0["document"]) }
+        }
+        var decoded: [(key: String, item: StoredStageSession)] = []
+        for (start, sessionId, text) in rows {
+            decoded.append((PageKey.session(StageSessionPosition(startTime: start, sessionId: sessionId)),
+                            try Self.decode(StoredStageSession.self, from: text)))
+        }
+        return KeysetPage(reading: decoded, limit: limit)
+    }
     public func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
         try await documents(StoredStageSession.self,
                             "SELECT document FROM stageSession WHERE endTime IS NULL ORDER BY stageArn, sessionId", [])
@@ -282,6 +312,20 @@ public final class SQLiteCompositionStore: DocumentRowStore {
                             "SELECT document FROM participant WHERE stageArn = ? AND sessionId = ? ORDER BY joinOrder",
                             [stageArn, sessionId])
     }
+    public func participants(stageArn: String, sessionId: String, matching filter: ParticipantFilter, afterJoinOrder: Int64?,
+                             limit: Int) async throws(PersistenceError) -> KeysetPage<StoredParticipant> {
+        try await ParticipantFilter.page(after: afterJoinOrder, limit: limit, matching: filter) { after, count throws(PersistenceError) in
+            let rows: [(Int64, String)] = try await run { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT joinOrder, document FROM participant WHERE stageArn = ? AND sessionId = ? AND joinOrder > ?
+                    ORDER BY joinOrder LIMIT ?
+                    """, arguments: [stageArn, sessionId, after ?? Int64.min, count]).map { ($0["joinOrder"], $0["document"]) }
+            }
+            var decoded: [(joinOrder: Int64, participant: StoredParticipant)] = []
+            for (order, text) in rows { decoded.append((order, try Self.decode(StoredParticipant.self, from: text))) }
+            return decoded
+        }
+    }
     public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
         // The table keeps the event document itself; its columns file it.
         let document = try Self.encode(value.event)
@@ -295,6 +339,20 @@ public final class SQLiteCompositionStore: DocumentRowStore {
         try await documents(ParticipantEvent.self, """
             SELECT document FROM participantEvent WHERE stageArn = ? AND sessionId = ? AND participantId = ? ORDER BY sequence
             """, [stageArn, sessionId, participantId])
+    }
+    public func participantEvents(stageArn: String, sessionId: String, participantId: String, afterSequence: Int64?,
+                                  limit: Int) async throws(PersistenceError) -> KeysetPage<ParticipantEvent> {
+        let limit = KeysetPage<ParticipantEvent>.clamped(limit)
+        let rows: [(Int64, String)] = try await run { db in
+            try Row.fetchAll(db, sql: """
+                SELECT sequence, document FROM participantEvent
+                WHERE stageArn = ? AND sessionId = ? AND participantId = ? AND sequence > ? ORDER BY sequence LIMIT ?
+                """, arguments: [stageArn, sessionId, participantId, afterSequence ?? Int64.min, limit + 1])
+                .map { ($0["sequence"], $0["document"]) }
+        }
+        var decoded: [(key: String, item: ParticipantEvent)] = []
+        for (sequence, text) in rows { decoded.append((PageKey.sequence(sequence), try Self.decode(ParticipantEvent.self, from: text))) }
+        return KeysetPage(reading: decoded, limit: limit)
     }
     public func putRevocation(key: String, until seconds: Int64) async throws(PersistenceError) {
         try await run { db in

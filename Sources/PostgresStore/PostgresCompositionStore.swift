@@ -165,6 +165,16 @@ public final class PostgresCompositionStore: DocumentRowStore {
         }
     }
 
+    /// Every row of `query`, decoded as `types`.
+    private func rows<each Column: PostgresDecodable & Sendable>(_ query: PostgresQuery, as types: (repeat each Column).Type)
+        async throws(PersistenceError) -> [(repeat each Column)] {
+        try await run {
+            var rows: [(repeat each Column)] = []
+            for try await row in try await self.client.query(query, logger: self.logger).decode(types) { rows.append(row) }
+            return rows
+        }
+    }
+
     private func strings(_ query: PostgresQuery) async throws(PersistenceError) -> [String] {
         try await run {
             var values: [String] = []
@@ -278,6 +288,32 @@ public final class PostgresCompositionStore: DocumentRowStore {
             SELECT document FROM stage_session WHERE stage_arn = \(stageArn) ORDER BY start_time DESC, session_id COLLATE "C" DESC
             """)
     }
+    public func stageSessions(stageArn: String, after: StageSessionPosition?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredStageSession> {
+        let limit = KeysetPage<StoredStageSession>.clamped(limit)
+        // Served in order by stage_session_newest_first (migration 0008); `start_time <= ` bounds
+        // its range, the rest skips the ties already listed.
+        let query: PostgresQuery = if let after {
+            """
+            SELECT start_time, session_id, document FROM stage_session
+            WHERE stage_arn = \(stageArn) AND start_time <= \(after.startTime)
+              AND (start_time < \(after.startTime) OR session_id COLLATE "C" > \(after.sessionId))
+            ORDER BY start_time DESC, session_id COLLATE "C" LIMIT \(limit + 1)
+            """
+        } else {
+            """
+            SELECT start_time, session_id, document FROM stage_session WHERE stage_arn = \(stageArn)
+            ORDER BY start_time DESC, session_id COLLATE "C" LIMIT \(limit + 1)
+            """
+        }
+        let rows = try await rows(query, as: (Int64, String, String).self)
+        var decoded: [(key: String, item: StoredStageSession)] = []
+        for (start, sessionId, text) in rows {
+            decoded.append((PageKey.session(StageSessionPosition(startTime: start, sessionId: sessionId)),
+                            try StoredDocument.decode(StoredStageSession.self, from: text)))
+        }
+        return KeysetPage(reading: decoded, limit: limit)
+    }
     public func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
         try await documents(StoredStageSession.self, """
             SELECT document FROM stage_session WHERE end_time IS NULL ORDER BY stage_arn COLLATE "C", session_id COLLATE "C"
@@ -310,6 +346,19 @@ public final class PostgresCompositionStore: DocumentRowStore {
             SELECT document FROM participant WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) ORDER BY join_order
             """)
     }
+    public func participants(stageArn: String, sessionId: String, matching filter: ParticipantFilter, afterJoinOrder: Int64?,
+                             limit: Int) async throws(PersistenceError) -> KeysetPage<StoredParticipant> {
+        try await ParticipantFilter.page(after: afterJoinOrder, limit: limit, matching: filter) { after, count throws(PersistenceError) in
+            let rows = try await rows("""
+                SELECT join_order, document FROM participant
+                WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) AND join_order > \(after ?? Int64.min)
+                ORDER BY join_order LIMIT \(count)
+                """, as: (Int64, String).self)
+            var decoded: [(joinOrder: Int64, participant: StoredParticipant)] = []
+            for (order, text) in rows { decoded.append((order, try StoredDocument.decode(StoredParticipant.self, from: text))) }
+            return decoded
+        }
+    }
     public func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
         let document = try StoredDocument.encode(value.event)
         try await stageWrite(stageArn: value.stageArn, """
@@ -322,6 +371,21 @@ public final class PostgresCompositionStore: DocumentRowStore {
             SELECT document FROM participant_event
             WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) AND participant_id = \(participantId) ORDER BY sequence
             """)
+    }
+    public func participantEvents(stageArn: String, sessionId: String, participantId: String, afterSequence: Int64?,
+                                  limit: Int) async throws(PersistenceError) -> KeysetPage<ParticipantEvent> {
+        let limit = KeysetPage<ParticipantEvent>.clamped(limit)
+        let rows = try await rows("""
+            SELECT sequence, document FROM participant_event
+            WHERE stage_arn = \(stageArn) AND session_id = \(sessionId) AND participant_id = \(participantId)
+              AND sequence > \(afterSequence ?? Int64.min)
+            ORDER BY sequence LIMIT \(limit + 1)
+            """, as: (Int64, String).self)
+        var decoded: [(key: String, item: ParticipantEvent)] = []
+        for (sequence, text) in rows {
+            decoded.append((PageKey.sequence(sequence), try StoredDocument.decode(ParticipantEvent.self, from: text)))
+        }
+        return KeysetPage(reading: decoded, limit: limit)
     }
     public func putRevocation(key: String, until seconds: Int64) async throws(PersistenceError) {
         try await execute("""

@@ -91,5 +91,14 @@ enum PostgresMigrations {
             // Fleet calls' nonces, each taken once while its signature's time is accepted.
             "CREATE TABLE fleet_nonce (nonce text PRIMARY KEY, expires_at bigint NOT NULL)",
         ]),
+        // ListStageSessions pages newest first, then by session ID in byte order;
+        // ListParticipants in join order; ListParticipantEvents by sequence (this index
+        // replaces participant_event_by_participant, its prefix).
+        Migration(version: "0008-session-pages", statements: [
+            #"CREATE INDEX stage_session_newest_first ON stage_session (stage_arn, start_time DESC, session_id COLLATE "C")"#,
+            "CREATE INDEX participant_by_join_order ON participant (stage_arn, session_id, join_order)",
+            "CREATE INDEX participant_event_by_sequence ON participant_event (stage_arn, session_id, participant_id, sequence)",
+            "DROP INDEX participant_event_by_participant",
+        ]),
     ]
 }

@@ -22,8 +22,11 @@ struct ConfigCommand: ParsableCommand {
             buckets {name: dir}, quotas {concurrentCompositions, encoderConfigurations, storageConfigurations, \
             publishersPerStage}, lifecycle {idleTimeoutSeconds, maximumDurationSeconds, retentionSeconds, \
             shutdownGraceSeconds}, events {file, stdout, webhook {url, maxAttempts}}, maxRequestBodyBytes, \
-            encoderPreset, logLevel, database {url, callTimeoutSeconds, nodeId, leaseTtlSeconds, heartbeatSeconds, fleet {secret, internalURL, advertisedURL, capacityMillicores}}. \
-            Relative paths are taken from the file's folder.
+            encoderPreset, logLevel, logFormat (text or json), database {url, callTimeoutSeconds, nodeId, leaseTtlSeconds, heartbeatSeconds, fleet {secret, internalURL, advertisedURL, capacityMillicores}}. \
+            Relative paths are taken from the file's folder. An object may give only some of its fields: the rest take \
+            their defaults. Every problem is printed, one a line, each naming its key; a key the daemon does not know \
+            (a misspelling) is a problem here, with the nearest known key suggested, and a warning in `serve`. Local \
+            bucket directories must be writable.
             """
         )
 
@@ -31,14 +34,16 @@ struct ConfigCommand: ParsableCommand {
         var file: String
 
         func run() throws {
-            do {
-                let (configuration, warnings) = try ServerConfiguration.load(path: file)
+            do throws(ServerConfiguration.LoadError) {
+                let (configuration, warnings) = try ServerConfiguration.load(path: file, unknownKeys: .reject)
                 for warning in warnings { print("warning: \(warning)") }
                 print("\(file): OK (listen \(configuration.listen.host):\(configuration.listen.port), "
                       + "\(configuration.stages.count) stage(s), \(configuration.channels.count) channel(s), "
                       + "\(configuration.buckets.count) bucket(s))")
             } catch {
-                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                for warning in error.warnings { print("warning: \(warning)") }
+                // One line a problem, as a compiler prints them.
+                FileHandle.standardError.write(Data(error.problems.map { "\(file): error: \($0)\n" }.joined().utf8))
                 throw ExitCode(1)
             }
         }

@@ -20,29 +20,54 @@ struct ServeCommand: AsyncParsableCommand {
             + "./stage-compositor-state), a local bucket \"recordings\" there, and the bundled recorded stages."))
     var config: String?
 
+    @Option(name: .customLong("listen"), help: ArgumentHelp(
+        "The API's address, HOST:PORT ([IPv6]:PORT, or PORT alone), instead of the configuration's.", valueName: "host:port"))
+    var listenAddress: String?
+
+    @Option(help: "The RTMP ingest port, instead of the configuration's (1935).")
+    var rtmpPort: Int?
+
+    @Option(help: "The RTMPS ingest port, instead of the configuration's (1936).")
+    var rtmpsPort: Int?
+
+    @Option(help: "The WHIP media (UDP) port, instead of the configuration's (1937).")
+    var whipPort: Int?
+
     func run() async throws {
         var configuration: ServerConfiguration
         var warnings: [String] = []
         if let config {
-            do {
+            do throws(ServerConfiguration.LoadError) {
                 (configuration, warnings) = try ServerConfiguration.load(path: config)
             } catch {
-                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                for warning in error.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+                FileHandle.standardError.write(Data(error.problems.map { "error: \(config): \($0)\n" }.joined().utf8))
                 throw ExitCode(1)
             }
         } else {
             configuration = ServerConfiguration.embeddedDefaults(.current)
-            let problems = configuration.validate()
-            if !problems.isEmpty {
-                FileHandle.standardError.write(Data("error: embedded defaults: \(problems.joined(separator: "; "))\n".utf8))
-                throw ExitCode(1)
-            }
             warnings = configuration.availabilityWarnings()
+        }
+        let overrides = ListenOverrides(listen: listenAddress, rtmpPort: rtmpPort, rtmpsPort: rtmpsPort, whipPort: whipPort)
+        let source = config ?? "embedded defaults"
+        do {
+            configuration = try overrides.applied(to: configuration)
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        // The file was validated as written; the defaults and the command line's addresses are judged here,
+        // and local bucket directories are made now rather than by the first recording.
+        let problems = configuration.validate() + configuration.prepareBucketDirectories()
+        if !problems.isEmpty {
+            FileHandle.standardError.write(Data(problems.map { "error: \(source): \($0)\n" }.joined().utf8))
+            throw ExitCode(1)
         }
         FileHandle.standardOutput.write(Data((Self.summary(configuration, configFile: config) + "\n").utf8))
         let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+        let format = DaemonLogHandler.Format(rawValue: configuration.logFormat) ?? .text
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = DaemonLogHandler(label: label, format: format)
             handler.logLevel = level
             return handler
         }

@@ -93,7 +93,7 @@ struct ConfigExampleTests {
         "channels[].reconnect.maxRetries", "channels[].reconnect.baseIntervalSeconds",
         "buckets", "spool.maxBytes", "spool.drainTimeoutSeconds",
         "quotas.concurrentCompositions", "quotas.encoderConfigurations", "quotas.storageConfigurations",
-        "quotas.publishersPerStage", "quotas.ingestConfigurations",
+        "quotas.publishersPerStage", "quotas.ingestConfigurations", "quotas.stages",
         "lifecycle.idleTimeoutSeconds", "lifecycle.maximumDurationSeconds", "lifecycle.retentionSeconds",
         "lifecycle.shutdownGraceSeconds",
         "events.file", "events.stdout", "events.webhook", "maxRequestBodyBytes", "encoderPreset", "logLevel",

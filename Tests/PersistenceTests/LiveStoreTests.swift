@@ -252,7 +252,8 @@ final class LiveStoreTests: XCTestCase {
         }
         XCTAssertEqual(try appliedMigrations(path), ["v1"])
         let store = try SQLiteCompositionStore(path: path)
-        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys", "v4-participant-revocations"])
+        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys", "v4-participant-revocations",
+                                                       "v5-session-pages"])
         let stages = try await store.stages()
         XCTAssertEqual(stages.map(\.sourcePath), ["/srv/stage"])
         try await exercise(store)
@@ -291,6 +292,7 @@ final class LiveStoreTests: XCTestCase {
         }
         // Opening an up-to-date database again applies nothing.
         _ = try SQLiteCompositionStore(path: path)
-        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys", "v4-participant-revocations"])
+        XCTAssertEqual(try appliedMigrations(path), ["v1", "v2-live-stages", "v3-stream-keys-public-keys", "v4-participant-revocations",
+                                                       "v5-session-pages"])
     }
 }

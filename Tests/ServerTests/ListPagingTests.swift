@@ -341,6 +341,12 @@ final class CountingStore<Base: CompositionStore>: CompositionStore {
         note(wholeList: "stageSessions", rows: rows.count)
         return rows
     }
+    func stageSessions(stageArn: String, after: StageSessionPosition?, limit: Int) async throws(PersistenceError)
+        -> KeysetPage<StoredStageSession> {
+        let page = try await base.stageSessions(stageArn: stageArn, after: after, limit: limit)
+        note(page: page.items.count)
+        return page
+    }
     func openStageSessions() async throws(PersistenceError) -> [StoredStageSession] {
         let rows = try await base.openStageSessions()
         note(wholeList: "openStageSessions", rows: rows.count)
@@ -360,6 +366,13 @@ final class CountingStore<Base: CompositionStore>: CompositionStore {
         note(wholeList: "participants", rows: rows.count)
         return rows
     }
+    func participants(stageArn: String, sessionId: String, matching filter: ParticipantFilter, afterJoinOrder: Int64?,
+                      limit: Int) async throws(PersistenceError) -> KeysetPage<StoredParticipant> {
+        let page = try await base.participants(stageArn: stageArn, sessionId: sessionId, matching: filter, afterJoinOrder: afterJoinOrder,
+                                               limit: limit)
+        note(page: page.items.count)
+        return page
+    }
     func appendParticipantEvent(_ value: StoredParticipantEvent) async throws(PersistenceError) {
         try await base.appendParticipantEvent(value)
     }
@@ -367,6 +380,13 @@ final class CountingStore<Base: CompositionStore>: CompositionStore {
         let rows = try await base.participantEvents(stageArn: stageArn, sessionId: sessionId, participantId: participantId)
         note(wholeList: "participantEvents", rows: rows.count)
         return rows
+    }
+    func participantEvents(stageArn: String, sessionId: String, participantId: String, afterSequence: Int64?,
+                           limit: Int) async throws(PersistenceError) -> KeysetPage<ParticipantEvent> {
+        let page = try await base.participantEvents(stageArn: stageArn, sessionId: sessionId, participantId: participantId,
+                                                    afterSequence: afterSequence, limit: limit)
+        note(page: page.items.count)
+        return page
     }
     func pruneStageSessions(endedBefore seconds: Int64) async throws(PersistenceError) {
         try await base.pruneStageSessions(endedBefore: seconds)

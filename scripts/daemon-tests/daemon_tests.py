@@ -582,8 +582,8 @@ def test_config_check(d):
                    "channels": [{"arn": "nope", "ingestEndpoint": "http://x", "streamKey": ""}]}, f)
     bad = subprocess.run([d.binary, "config", "check", bad_path], capture_output=True, text=True)
     check(bad.returncode == 1, f"bad config exit status {bad.returncode}")
-    for needle in ("region/account", "listen.port", "buckets.Bad_Name", "channels[0].arn",
-                   "channels[0].ingestEndpoint", "channels[0].streamKey"):
+    for needle in ('region: "US East" is not a region name', 'account: "12ab" is not an account ID', "listen.port",
+                   "buckets.Bad_Name", "channels[0].arn", "channels[0].ingestEndpoint", "channels[0].streamKey"):
         check(needle in bad.stderr, f"config check should name {needle}:\n{bad.stderr}")
     # A recorded stage that is not there (yet) is a warning: the daemon runs, compositions on it fail.
     absent_path = os.path.join(d.workdir, "absent-stage.json")

@@ -208,9 +208,11 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
             perform(session.acceptPublish())
         case .refused(let error, let reason):
             guard case .admitting = phase else { return }
-            logger.notice("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
+            // The stage side logged the refusal with its context (and paces a flood of them):
+            // one line per refusal, not three.
+            logger.debug("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
             perform(session.rejectPublish(code: "NetStream.Publish.BadName", description: "\(error.rawValue): \(reason)"))
-            close(reason: "publish refused: \(error.rawValue)")
+            close(reason: "publish refused: \(error.rawValue)", alreadyLogged: true)
         }
     }
 
@@ -233,13 +235,13 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
     // MARK: Ending
 
     /// Closes the connection (once) and tells the stage side.
-    func close(reason: String) {
+    func close(reason: String, alreadyLogged: Bool = false) {
         guard !isClosed else { return }
-        finish(reason: reason)
+        finish(reason: reason, alreadyLogged: alreadyLogged)
         context?.close(promise: nil)
     }
 
-    private func finish(reason: String) {
+    private func finish(reason: String, alreadyLogged: Bool = false) {
         let previous = phase
         phase = .closed
         deadline?.cancel()
@@ -248,7 +250,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
             logger.info("publisher left", metadata: ["reason": "\(reason)"])
             publication.ended(reason: reason)
         case .negotiating, .admitting:
-            logger.notice("ingest connection closed before publishing", metadata: ["reason": "\(reason)"])
+            logger.log(level: alreadyLogged ? .debug : .notice, "ingest connection closed before publishing", metadata: ["reason": "\(reason)"])
         case .closed:
             break
         }

@@ -11,9 +11,11 @@ extension ControlPlane {
         switch operation {
         case .listStageSessions:
             let request = try decode(ListStageSessionsRequest.self, body)
-            let sessions = try await storeCall { try await store.stageSessions(stageArn: request.stageArn) }
-            // Newest first, stable across pages: the key orders by descending start time.
-            let page = try onePage(sessions, key: { Self.descending($0.session.startTime?.secondsSince1970 ?? 0) + ($0.session.sessionId ?? "") }, request, .listStageSessions)
+            // Newest first (start time descending, then session ID), a page read at a time.
+            let page = try await keysetPage(request, .listStageSessions, position: PageKey.session(parsing:)) {
+                after, limit throws(PersistenceError) in
+                try await store.stageSessions(stageArn: request.stageArn, after: after, limit: limit)
+            }
             return try APIJSON.encode(ListStageSessionsResponse(stageSessions: page.items.map(\.session.summary), nextToken: page.nextToken))
         case .getStageSession:
             let request = try decode(GetStageSessionRequest.self, body)
@@ -23,16 +25,15 @@ extension ControlPlane {
             return try APIJSON.encode(GetStageSessionResponse(stageSession: found.session))
         case .listParticipants:
             let request = try decode(ListParticipantsRequest.self, body)
-            let stored = try await storeCall { try await store.participants(stageArn: request.stageArn, sessionId: request.sessionId) }
-            let matching = stored.enumerated().filter { _, entry in
-                let p = entry.participant
-                return (request.filterByUserId.map { p.userId == $0 } ?? true)
-                    && (request.filterByPublished.map { p.published == $0 } ?? true)
-                    && (request.filterByState.map { p.state == $0 } ?? true)
-                    && (request.filterByRecordingState.map { p.recordingState == $0 } ?? true)
+            let filter = ParticipantFilter(userId: request.filterByUserId, published: request.filterByPublished,
+                                           state: request.filterByState, recordingState: request.filterByRecordingState)
+            // In join order; the store filters while it reads.
+            let page = try await keysetPage(request, .listParticipants, position: PageKey.sequence(parsing:)) {
+                after, limit throws(PersistenceError) in
+                try await store.participants(stageArn: request.stageArn, sessionId: request.sessionId, matching: filter,
+                                             afterJoinOrder: after, limit: limit)
             }
-            let page = try onePage(matching, key: { Self.ascending(Int64($0.offset)) }, request, .listParticipants)
-            return try APIJSON.encode(ListParticipantsResponse(participants: page.items.map(\.element.participant.summary),
+            return try APIJSON.encode(ListParticipantsResponse(participants: page.items.map(\.participant.summary),
                                                                nextToken: page.nextToken))
         case .getParticipant:
             let request = try decode(GetParticipantRequest.self, body)
@@ -44,11 +45,13 @@ extension ControlPlane {
             return try APIJSON.encode(GetParticipantResponse(participant: found.participant))
         case .listParticipantEvents:
             let request = try decode(ListParticipantEventsRequest.self, body)
-            let events = try await storeCall {
-                try await store.participantEvents(stageArn: request.stageArn, sessionId: request.sessionId, participantId: request.participantId)
+            // In the order they happened.
+            let page = try await keysetPage(request, .listParticipantEvents, position: PageKey.sequence(parsing:)) {
+                after, limit throws(PersistenceError) in
+                try await store.participantEvents(stageArn: request.stageArn, sessionId: request.sessionId,
+                                                  participantId: request.participantId, afterSequence: after, limit: limit)
             }
-            let page = try onePage(Array(events.enumerated()), key: { Self.ascending(Int64($0.offset)) }, request, .listParticipantEvents)
-            return try APIJSON.encode(ListParticipantEventsResponse(events: page.items.map(\.element), nextToken: page.nextToken))
+            return try APIJSON.encode(ListParticipantEventsResponse(events: page.items, nextToken: page.nextToken))
         case .disconnectParticipant:
             let request = try decode(DisconnectParticipantRequest.self, body)
             _ = try await stage(request.stageArn)
@@ -61,5 +64,26 @@ extension ControlPlane {
         default:
             throw .internalServer("\(operation.name) is not a participant operation")
         }
+    }
+}
+
+extension ControlPlane {
+    /// One page of a List operation whose store reads the page itself, filters included: the
+    /// request's nextToken names a position (`position` parses it; nil is a ValidationException,
+    /// before the store sees it), `read(after, limit)` gives the page, and the next token
+    /// carries the store's next key.
+    func keysetPage<Position, Item>(
+        _ request: some PagedRequest, _ operation: APIOperation, position: (String) -> Position?,
+        read: (Position?, Int) async throws(PersistenceError) -> KeysetPage<Item>
+    ) async throws(APIError) -> (items: [Item], nextToken: String?) {
+        let (after, limit) = try Pagination.start(nextToken: request.nextToken, maxResults: request.maxResults,
+                                                  defaultMaxResults: Pagination.defaultMaxResults(for: operation))
+        var start: Position?
+        if let after {
+            guard let parsed = position(after) else { throw .validation("nextToken: is not a token returned by this service") }
+            start = parsed
+        }
+        let page = try await storeCall { try await read(start, limit) }
+        return (page.items, page.nextKey.map { Pagination.encodeToken(lastKey: $0) })
     }
 }

@@ -80,14 +80,6 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
         var sourceStageArn: String
     }
 
-    /// Pagination keys that sort numbers (ascending or descending) as text.
-    static func ascending(_ value: Int64) -> String {
-        let digits = String(value)
-        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
-    }
-
-    static func descending(_ value: Int64) -> String { ascending(Int64.max - value) }
-
     // MARK: Helpers
 
     /// One page of a List operation's results: `items` ordered by `key`, from the request's

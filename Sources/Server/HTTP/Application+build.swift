@@ -100,12 +100,7 @@ public func runServer(configuration: ServerConfiguration, dependencies: ServerDe
                                                 logger: dependencies.logger)
         // Calls to other nodes verify their certificates (https:// internal URLs): against the
         // fleet's own authority when it has one, else the system's.
-        let nodeClient = try fleet?.caFile.map { caFile in
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
-            tls.certificateVerification = .fullVerification
-            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
-        }
+        let nodeClient = try fleet?.caFile.map(makeNodeClient(caFile:))
         do {
             let context = fleet.map { fleet in
                 FleetContext(member: member, ownership: FleetOwnership(
@@ -562,4 +557,13 @@ func apiServer(listen: ServerConfiguration.Listen, limiter: ConnectionLimiter) t
         certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificateFile).map { .certificate($0) },
         privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyFile, format: .pem)))
     return try .tls(plain, tlsConfiguration: configuration)
+}
+
+/// The client for calls to the other nodes of a fleet whose API certificates a private
+/// authority signs (`database.fleet.caFile`): certificate chain and host name both checked.
+func makeNodeClient(caFile: String) throws -> HTTPClient {
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+    tls.certificateVerification = .fullVerification
+    return HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
 }

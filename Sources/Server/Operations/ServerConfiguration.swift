@@ -43,6 +43,19 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             self.allowUnauthenticated = allowUnauthenticated
         }
 
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let d = Listen()
+            host = try c.decodeIfPresent(String.self, forKey: .host) ?? d.host
+            port = try c.decodeIfPresent(Int.self, forKey: .port) ?? d.port
+            allowedHosts = try c.decodeIfPresent([String].self, forKey: .allowedHosts)
+            allowUnauthenticated = try c.decodeIfPresent(Bool.self, forKey: .allowUnauthenticated)
+            maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections)
+            maxConnectionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxConnectionsPerAddress)
+            idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds)
+            tls = try c.decodeIfPresent(TLS.self, forKey: .tls)
+        }
+
         /// Whether only this machine can reach the address.
         public var isLoopback: Bool {
             host == "localhost" || host == "::1" || host.hasPrefix("127.")
@@ -301,7 +314,12 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 let c = try decoder.container(keyedBy: CodingKeys.self)
                 enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
                 host = try c.decodeIfPresent(String.self, forKey: .host) ?? "127.0.0.1"
-                port = try c.decode(Int.self, forKey: .port)
+                port = try c.decodeIfPresent(Int.self, forKey: .port) ?? Self.defaultPort(key: decoder.codingPath.last)
+            }
+
+            /// `ingest.rtmps` listens on 1936 unless told otherwise, `ingest.rtmp` on 1935.
+            static func defaultPort(key: (any CodingKey)?) -> Int {
+                key?.stringValue == "rtmps" ? Ingest().rtmps.port : Ingest().rtmp.port
             }
         }
 
@@ -502,6 +520,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var encoderPreset: String
     /// trace, debug, info, notice, warning, error, critical.
     public var logLevel: String
+    /// "text" (default) or "json": one object a line, for log shippers.
+    public var logFormat: String
     public var metrics: Metrics
 
     public init(region: String = "us-east-1", account: String = "123456789012", listen: Listen = Listen(),
@@ -509,7 +529,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 channels: [ChannelEntry] = [], buckets: [String: Bucket] = [:], spool: Spool = Spool(), quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
                 encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest(),
-                metrics: Metrics = Metrics(), database: Database = Database()) {
+                metrics: Metrics = Metrics(), database: Database = Database(), logFormat: String = "text") {
+        self.logFormat = logFormat
         self.metrics = metrics
         self.database = database
         self.ingest = ingest
@@ -533,7 +554,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, spool, quotas,
-             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, ingest, metrics, database
+             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, logFormat, ingest, metrics, database
     }
 
     public init(from decoder: any Decoder) throws {
@@ -555,6 +576,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         maxRequestBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxRequestBodyBytes) ?? d.maxRequestBodyBytes
         encoderPreset = try c.decodeIfPresent(String.self, forKey: .encoderPreset) ?? d.encoderPreset
         logLevel = try c.decodeIfPresent(String.self, forKey: .logLevel) ?? d.logLevel
+        logFormat = try c.decodeIfPresent(String.self, forKey: .logFormat) ?? d.logFormat
         ingest = try c.decodeIfPresent(Ingest.self, forKey: .ingest) ?? d.ingest
         metrics = try c.decodeIfPresent(Metrics.self, forKey: .metrics) ?? d.metrics
         database = try c.decodeIfPresent(Database.self, forKey: .database) ?? d.database
@@ -565,52 +587,72 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public struct LoadError: Error, Sendable, CustomStringConvertible {
         public var file: String
         public var problems: [String]
+        /// What was found besides the problems (a stage not installed yet, ignored keys).
+        public var warnings: [String] = []
         public var description: String {
             "\(file): " + (problems.count == 1 ? problems[0] : "\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
         }
     }
 
+    /// Keys in the file that nothing reads (a misspelt one takes its default silently): `config
+    /// check` rejects them, `serve` warns and starts.
+    public enum UnknownKeys: Sendable {
+        case warn, reject
+    }
+
     /// Reads, decodes, resolves relative paths against the file's folder, and validates.
-    public static func load(path: String) throws(LoadError) -> (ServerConfiguration, warnings: [String]) {
+    public static func load(path: String, unknownKeys: UnknownKeys = .warn) throws(LoadError)
+        -> (ServerConfiguration, warnings: [String]) {
         let url = URL(fileURLWithPath: path)
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
             throw LoadError(file: path, problems: ["cannot read the file: \(error.localizedDescription)"])
         }
-        var configuration: ServerConfiguration
-        do {
-            configuration = try JSONDecoder().decode(ServerConfiguration.self, from: data)
-        } catch let error as DecodingError {
-            throw LoadError(file: path, problems: [Self.describe(error)])
-        } catch {
-            throw LoadError(file: path, problems: ["not valid JSON: \(error)"])
+        let report = check(data, relativeTo: url.deletingLastPathComponent().path, unknownKeys: unknownKeys)
+        guard let configuration = report.configuration else {
+            throw LoadError(file: path, problems: report.problems, warnings: report.warnings)
         }
-        var warnings: [String] = []
-        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            let known = Set(CodingKeys.allCases.map(\.rawValue))
-            for key in object.keys.sorted() where !known.contains(key) {
-                warnings.append("unknown key \"\(key)\" is ignored")
-            }
-        }
-        configuration = configuration.resolvingPaths(relativeTo: url.deletingLastPathComponent().path)
-        warnings += configuration.availabilityWarnings()
-        let problems = configuration.validate()
-        if !problems.isEmpty { throw LoadError(file: path, problems: problems) }
-        return (configuration, warnings)
+        return (configuration, report.warnings)
     }
 
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+    /// Every problem with a configuration file's text, found in one pass.
+    struct CheckReport: Sendable {
+        /// The configuration, paths resolved; nil when there is any problem.
+        var configuration: ServerConfiguration?
+        /// One line each, naming its key: wrong types, missing keys, unknown keys (when
+        /// rejected), invalid values, bucket directories that cannot be written.
+        var problems: [String]
+        var warnings: [String]
+    }
+
+    /// Decodes `data` (a partial object takes the defaults for what it leaves out), reports
+    /// unknown keys with the nearest known one, resolves paths against `base`, validates, and
+    /// checks that the bucket directories can be written.
+    static func check(_ data: Data, relativeTo base: String, unknownKeys: UnknownKeys) -> CheckReport {
+        let reading = ConfigurationReading(ServerConfiguration.self, from: data)
+        var problems = reading.problems
+        var warnings: [String] = []
+        switch unknownKeys {
+        case .reject: problems += reading.unknownKeys.map(\.description)
+        case .warn: warnings += reading.unknownKeys.map { "\($0) (ignored)" }
         }
-        switch error {
-        case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])): is required"
-        case .typeMismatch(let type, let context): return "\(path(context.codingPath)): expected \(type)"
-        case .valueNotFound(_, let context): return "\(path(context.codingPath)): must not be null"
-        case .dataCorrupted(let context):
-            return context.codingPath.isEmpty ? "not valid JSON" : "\(path(context.codingPath)): \(context.debugDescription)"
-        @unknown default: return "\(error)"
+        guard let decoded = reading.value else { return CheckReport(configuration: nil, problems: problems, warnings: warnings) }
+        let configuration = decoded.resolvingPaths(relativeTo: base)
+        warnings += configuration.availabilityWarnings()
+        // A key whose value was reported and stood in for: checks of it, or of what holds it,
+        // would only repeat the problem.
+        let substituted = reading.substitutedKeys.filter { !$0.isEmpty }
+        func within(_ inner: String, _ outer: String) -> Bool {
+            inner == outer || inner.hasPrefix(outer + ".") || inner.hasPrefix(outer + "[")
         }
+        problems += configuration.validate().filter { problem in
+            let key = problem.prefix { $0 != ":" }.description
+            return !substituted.contains { within(key, $0) || within($0, key) }
+        }
+        let buckets = configuration.bucketDirectoryCheck()
+        problems += buckets.problems
+        warnings += buckets.warnings
+        return CheckReport(configuration: problems.isEmpty ? configuration : nil, problems: problems, warnings: warnings)
     }
 
     /// Absolute paths everywhere (relative ones are taken from `base`).
@@ -641,8 +683,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// Every problem, each naming its key. Empty when the configuration is usable.
     public func validate() -> [String] {
         var problems: [String] = []
-        if ARNContext(region: region, account: account) == nil {
-            problems.append("region/account: \"\(region)\"/\"\(account)\" must match [a-z0-9-]+ and [0-9]+")
+        if !Self.isRegionName(region) { problems.append("region: \"\(region)\" is not a region name (like us-east-1 or eu-west-2)") }
+        if !(account.count == 12 && account.allSatisfy(\.isASCII) && account.allSatisfy(\.isNumber)) {
+            problems.append("account: \"\(account)\" is not an account ID (12 digits)")
         }
         if listen.host.isEmpty { problems.append("listen.host: must not be empty") }
         if let tls = listen.tls, tls.certificateFile.isEmpty || tls.privateKeyFile.isEmpty {
@@ -803,6 +846,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) {
             problems.append("logLevel: one of trace, debug, info, notice, warning, error, critical")
         }
+        if DaemonLogHandler.Format(rawValue: logFormat) == nil { problems.append("logFormat: \"text\" or \"json\"") }
         return problems
     }
 
@@ -838,6 +882,15 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         }()
         while base.hasSuffix("/") { base.removeLast() }
         return "\(base)/whip/\(stageId)"
+    }
+
+    /// `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: two letters, words, a number.
+    static func isRegionName(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        func letters(_ part: Substring) -> Bool { !part.isEmpty && part.allSatisfy { ("a"..."z").contains($0) } }
+        guard parts.count >= 3, let first = parts.first, let last = parts.last, first.count == 2, letters(first),
+              !last.isEmpty, last.allSatisfy({ ("0"..."9").contains($0) }) else { return false }
+        return parts.dropFirst().dropLast().allSatisfy(letters)
     }
 
     static func isIPAddress(_ text: String) -> Bool {

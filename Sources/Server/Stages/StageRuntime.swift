@@ -444,7 +444,11 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                              metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
             }
         } else {
-            logger.notice("publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
+            // No stage to tell (a key that is not ours): only the log, paced per address.
+            let address = logger[metadataKey: "ingest.remote"].map { RefusalEventLimiter.host(of: "\($0)") } ?? "?"
+            let level: Logger.Level = refusalEvents.admitEvent(participant: "no-stage@\(address)", address: address,
+                                                               at: wallClockMicroseconds()) ? .notice : .debug
+            logger.log(level: level, "publish refused", metadata: ["error.code": "\(error.rawValue)", "reason": "\(reason)"])
         }
         return .refused(error, reason: reason)
     }
