@@ -1,5 +1,6 @@
 // Media (rendition) playlist rendering, RFC 8216 §4.3. Pure: returns the text; the recorder
-// stores it. Rewritten in full after every segment: EVENT while recording, VOD at the end.
+// stores it. Rewritten in full as segments are added (at most once a second of media for an
+// individual recording: PlaylistWriteSchedule): EVENT while recording, VOD at the end.
 public import MediaCore
 
 /// One media segment: its URI relative to the playlist and its exact duration.

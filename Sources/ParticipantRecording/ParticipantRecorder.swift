@@ -10,6 +10,11 @@
 // Reconnects: `sourceReplaced()` says the next media comes from a new connection of the same
 // participant (within the reconnect window); its first segment carries EXT-X-DISCONTINUITY,
 // and a changed codec setup starts a new initialization section.
+//
+// Configuration changes are bounded (RecordingWorkPolicy.swift): a change costs at most a new
+// initialization section, within a budget; beyond it changes are coalesced; a configuration
+// that cannot be recorded is refused and skipped; the playlist is written at most once a
+// second of media.
 
 public import Destinations
 public import FFmpeg
@@ -31,6 +36,12 @@ public struct ParticipantRecordingPlan: Sendable {
     public var targetSegmentDurationSeconds: Int
     /// nil: thumbnails DISABLED.
     public var thumbnails: ThumbnailPlan?
+    /// Pictures beyond these are refused (skipped until the next good configuration).
+    public var recordablePicture = RecordablePicture(maxPixels: DecoderLimits().maxPixels)
+    /// How many new initialization sections configuration changes may cost.
+    public var changeBudget = ConfigurationChangePolicy.Budget.standard
+    /// The EVENT playlist is written at most once per this many µs of media.
+    public var playlistWriteInterval: Int64 = 1_000_000
     /// Wall-clock time (ms since 1970) of media timestamp 0 (the stage clock's origin): the
     /// playlist's EXT-X-PROGRAM-DATE-TIME tags, by which a re-render places this recording
     /// on the session's timeline. nil: no tags.
@@ -58,6 +69,11 @@ public struct ParticipantRecordingOutcome: Sendable, Equatable {
     public var message: String?
     public var segments: Int
     public var thumbnails: Int
+    /// Publisher configurations refused (not recordable), coalesced (replaced before they
+    /// could start a run: beyond the change budget), and the packets dropped for either.
+    public var refusedConfigurations = 0
+    public var coalescedConfigurations = 0
+    public var droppedPackets = 0
 }
 
 public final class ParticipantRecorder {
@@ -71,7 +87,6 @@ public final class ParticipantRecorder {
     private struct Run {
         var muxer: Muxer
         var streams: [MediaType: Int]
-        var keys: [MediaType: String]
         var initName: String
     }
 
@@ -93,15 +108,16 @@ public final class ParticipantRecorder {
     public private(set) var timestampsAdjusted = 0
     private var discontinuityNext = false
     private var playlist: MediaPlaylist
-    private var videoWaitsForKeyframe = true
+    private var policy: ConfigurationChangePolicy
+    private var playlistWrites: PlaylistWriteSchedule
     private var keyframeWished = false
     /// A video codec fMP4 HLS cannot carry (VP8 from a WHIP publisher that offered no H.264):
     /// its audio and thumbnails are recorded, and the recording's status message says so.
     private var omittedVideoCodec: String?
-    /// H.264 sent with its parameter sets in band (WHIP): the SPS the run's initialization
-    /// section was made from. A keyframe with another (a simulcast layer switch, a new
-    /// resolution) starts a new run.
-    private var runSPS: [UInt8]?
+    /// H.264 sent with its parameter sets in band (WHIP): the latest SPS and PPS seen in a
+    /// keyframe, and the picture size its SPS says. Another set is a new configuration (a
+    /// simulcast layer switch, a new resolution).
+    private var inBandSets: (bytes: [UInt8], size: (width: Int, height: Int)?)?
     static let mp4VideoCodecs: Set<String> = ["h264", "hevc", "av1", "vp9"]
     private var thumbnails: ThumbnailMaker?
     private var thumbnailCount = 0
@@ -120,6 +136,11 @@ public final class ParticipantRecorder {
                                         sequentialThumbnails: thumbnailPlan?.sequential == true,
                                         latestThumbnail: thumbnailPlan?.latest == true)
         playlist = MediaPlaylist(targetDurationSeconds: plan.targetSegmentDurationSeconds, mediaSequence: 1, playlistType: .event)
+        var recorded: Set<RecordedStream> = []
+        if plan.recordsVideo { recorded.insert(.video) }
+        if plan.recordsAudio { recorded.insert(.audio) }
+        policy = ConfigurationChangePolicy(streams: recorded, budget: plan.changeBudget)
+        playlistWrites = PlaylistWriteSchedule(interval: plan.playlistWriteInterval)
         if let thumbnailPlan, thumbnailPlan.sequential || thumbnailPlan.latest { thumbnails = ThumbnailMaker(plan: thumbnailPlan) }
     }
 
@@ -135,6 +156,11 @@ public final class ParticipantRecorder {
     /// Bytes stored so far.
     public var bytesWritten: Int64 { uploads.bytesWritten }
 
+    /// Configurations refused, coalesced, and packets dropped for them, so far.
+    public var refusedConfigurations: Int { policy.refusedConfigurations }
+    public var coalescedConfigurations: Int { policy.coalescedConfigurations }
+    public var droppedPackets: Int { policy.droppedPackets }
+
     /// Writes recording-started.json (the recording's start time is in the layout).
     public func start() {
         metadata.startedAt = plan.layout.startedAt
@@ -146,8 +172,9 @@ public final class ParticipantRecorder {
         discontinuityNext = true
         // Its decode times say when it came back: the time away stays in the timeline.
         run?.muxer.markNextFragmentDiscontinuous()
-        videoWaitsForKeyframe = true
+        policy.sourceReplaced()
         setups = [:]
+        inBandSets = nil
     }
 
     /// Drains what `source` has now. Returns false once it has ended.
@@ -160,12 +187,13 @@ public final class ParticipantRecorder {
                 // The connection is over: its last segment ends with its last packet (a
                 // reconnect continues after a discontinuity, not across the gap).
                 try cutSegment(at: lastTime)
+                if playlistWrites.flush() { uploadPlaylist() }
                 return false
             case .streamChanged(let type):
-                if let setup = source.stream(type) { try setupChanged(type, setup) }
+                if let setup = source.stream(type) { setupChanged(type, setup) }
             case .packet(let type):
                 guard let setup = setups[type] ?? source.stream(type) else { continue }
-                if setups[type] == nil { try setupChanged(type, setup) }
+                if setups[type] == nil { setupChanged(type, setup) }
                 scratch.rescaleTimestamps(from: setup.info.timeBase, to: Self.microseconds)
                 try media(type, scratch)
             }
@@ -183,69 +211,137 @@ public final class ParticipantRecorder {
         }
     }
 
-    private func setupChanged(_ type: MediaType, _ setup: MediaStreamSetup) throws(FFmpegError) {
-        guard wanted(type) else { return }
-        let previous = setups[type]
-        setups[type] = setup
-        if type == .video { thumbnails?.reset() }
-        guard let run, previous != nil || run.keys[type] != nil else { return }
-        // A different codec or configuration than the run's: the run ends, a new one starts
-        // (a new initialization section) at the next keyframe.
-        if run.keys[type] != Self.key(setup) {
-            try endRun()
-            discontinuityNext = true
-            videoWaitsForKeyframe = true
+    private static func recorded(_ type: MediaType) -> RecordedStream? {
+        switch type {
+        case .video: .video
+        case .audio: .audio
+        case .other: nil
         }
     }
 
-    /// What a run's initialization section stands for: a new codec, configuration record or
-    /// picture size (a simulcast publisher switching layers) starts a new one.
-    private static func key(_ setup: MediaStreamSetup) -> String {
-        "\(setup.info.codecName)/\(setup.info.width)x\(setup.info.height)/\(setup.parameters.extradata.count)/\(setup.parameters.extradata.hashValue)"
+    private func setupChanged(_ type: MediaType, _ setup: MediaStreamSetup) {
+        guard wanted(type) else { return }
+        setups[type] = setup
+        if type == .video {
+            thumbnails?.reset()
+            inBandSets = nil
+            // Parameter sets in band: the configuration is the SPS of the next keyframe.
+            if Self.carriesParameterSetsInBand(setup) { return }
+        }
+        guard let stream = Self.recorded(type) else { return }
+        configured(stream, configuration(of: setup))
+    }
+
+    private static func carriesParameterSetsInBand(_ setup: MediaStreamSetup) -> Bool {
+        setup.info.type == .video && setup.info.codecName == "h264" && setup.parameters.extradata.isEmpty
+    }
+
+    /// What a run's initialization section stands for — a new codec, configuration record or
+    /// picture size (a simulcast publisher switching layers) starts a new one — or why it
+    /// cannot be recorded.
+    private func configuration(of setup: MediaStreamSetup) -> ConfigurationChangePolicy.Configuration {
+        if setup.info.type == .video,
+           let reason = plan.recordablePicture.refusal(width: setup.info.width, height: setup.info.height) {
+            return .refused(reason: reason)
+        }
+        let extradata = setup.parameters.extradata
+        return .recordable(key: "\(setup.info.codecName)/\(setup.info.width)x\(setup.info.height)/\(extradata.count)/\(extradata.hashValue)")
+    }
+
+    /// The configuration of H.264 parameter sets found in band: the picture size their SPS says.
+    private func inBandConfiguration(_ sets: [UInt8]) -> (ConfigurationChangePolicy.Configuration, (width: Int, height: Int)?) {
+        let key = "h264/in-band/\(sets.count)/\(sets.hashValue)"
+        guard let nal = H264ParameterSets.nalUnits(sets).first(where: { ($0.first ?? 0) & 0x1F == 7 }) else {
+            return (.refused(reason: "no SPS in the keyframe's parameter sets"), nil)
+        }
+        // An SPS this parser cannot read may still decode: its size then comes from the keyframe.
+        guard let sps = try? AVCSequenceParameterSet(nalUnit: nal) else { return (.recordable(key: key), nil) }
+        if let reason = plan.recordablePicture.refusal(width: sps.width, height: sps.height) { return (.refused(reason: reason), nil) }
+        return (.recordable(key: key), (sps.width, sps.height))
+    }
+
+    private func configured(_ stream: RecordedStream, _ configuration: ConfigurationChangePolicy.Configuration) {
+        switch policy.configured(stream, configuration, at: lastTime) {
+        case .unchanged:
+            break
+        case .changed(let discardHeld):
+            if discardHeld { discardHeldMedia(of: stream) }
+        case .refused(let reason, let report, let discardHeld):
+            if discardHeld { discardHeldMedia(of: stream) }
+            if report {
+                logger.warning("publisher configuration refused: its media is skipped until a good one comes",
+                               metadata: ["stream": "\(stream)", "reason": "\(reason)",
+                                          "refused_configurations": "\(policy.refusedConfigurations)"])
+            }
+        }
+    }
+
+    private func discardHeldMedia(of stream: RecordedStream) {
+        held.removeAll { Self.recorded($0.type) == stream }
     }
 
     private func media(_ type: MediaType, _ packet: Packet) throws(FFmpegError) {
         guard wanted(type) else { return }
         let time = packet.hasPTS ? packet.pts : packet.dts
         if type == .video {
-            if let thumbnails, packet.isKeyframe, let setup = setups[.video] {
+            if plan.recordsVideo, packet.isKeyframe, let setup = setups[.video], Self.carriesParameterSetsInBand(setup),
+               let sets = H264ParameterSets.annexB(in: packet.bytes), sets != inBandSets?.bytes {
+                let (configuration, size) = inBandConfiguration(sets)
+                inBandSets = (sets, size)
+                configured(.video, configuration)
+            }
+            if let thumbnails, packet.isKeyframe, let setup = setups[.video], !(plan.recordsVideo && policy.isRefused(.video)) {
                 if let jpeg = thumbnails.thumbnail(packet, setup: setup, at: time, logger: logger) { store(thumbnail: jpeg) }
             }
             guard plan.recordsVideo else { return }
-            if packet.isKeyframe, let setup = setups[.video], setup.info.codecName == "h264", setup.parameters.extradata.isEmpty,
-               let sets = H264ParameterSets.annexB(in: packet.bytes) {
-                if let runSPS, runSPS != sets, run != nil {
-                    // New parameter sets in band: a new initialization section from this keyframe.
-                    try endRun()
-                    discontinuityNext = true
-                }
-                runSPS = sets
-            }
-            if videoWaitsForKeyframe {
-                guard packet.isKeyframe else { return }
-                videoWaitsForKeyframe = false
-            }
         }
-        guard plan.recordsHLS else { return }
+        guard plan.recordsHLS, let stream = Self.recorded(type) else { return }
+        switch policy.packet(stream, keyframe: type == .audio || packet.isKeyframe, at: packet.dts) {
+        case .drop:
+            return
+        case .deferChange(let until):
+            logger.warning("publisher configuration changes beyond the recording's budget: coalesced, media of the change skipped",
+                           metadata: ["stream": "\(stream)", "resumes_at_us": "\(until)",
+                                      "coalesced_configurations": "\(policy.coalescedConfigurations)",
+                                      "dropped_packets": "\(policy.droppedPackets)"])
+            return
+        case .startRun:
+            // A new initialization section from this packet on (after a discontinuity).
+            try endRun()
+            discontinuityNext = true
+            guard startRun(keyframe: type == .video ? packet : nil, first: false) else { return }
+            try write(type, packet)
+            return
+        case .write:
+            break
+        }
         if run == nil {
+            guard !policy.hasRun else { return }
             held.append((type, packet.reference()))
             let span = (held.last.map { $0.packet.dts } ?? 0) - (held.first.map { $0.packet.dts } ?? 0)
-            let ready = (!plan.recordsVideo || setups[.video] != nil) && (setups[.audio] != nil)
-            guard ready || span >= Self.setupWait || held.count >= Self.maxHeldPackets else { return }
-            try startRun()
-            let queued = held
-            held = []
-            for entry in queued { try write(entry.type, entry.packet) }
+            guard policy.everyStreamConfigured || span >= Self.setupWait || held.count >= Self.maxHeldPackets else { return }
+            try startHeldRun()
             return
         }
         try write(type, packet)
     }
 
-    private func startRun() throws(FFmpegError) {
-        let muxer = try Muxer(format: "mp4", interleaved: false)
-        var streams: [MediaType: Int] = [:], keys: [MediaType: String] = [:]
+    /// The first run, with the media held for it.
+    private func startHeldRun() throws(FFmpegError) {
+        let queued = held
+        held = []
+        guard startRun(keyframe: queued.first { $0.type == .video && $0.packet.isKeyframe }?.packet, first: true) else { return }
+        for entry in queued { try write(entry.type, entry.packet) }
+    }
+
+    /// Starts a run with every stream's latest recordable configuration; false if there is
+    /// none, or the muxer refuses it (that configuration is then refused: the recording goes
+    /// on with the next good one).
+    private func startRun(keyframe: Packet?, first: Bool) -> Bool {
+        var carried: [(MediaType, MediaStreamSetup)] = []
+        let recordable = policy.recordableStreams
         for type in [MediaType.video, .audio] {
-            guard let setup = setups[type], type == .audio || plan.recordsVideo else { continue }
+            guard let setup = setups[type], let stream = Self.recorded(type), recordable.contains(stream) else { continue }
             if type == .video, !Self.mp4VideoCodecs.contains(setup.info.codecName) {
                 if omittedVideoCodec == nil {
                     logger.warning("video not recorded: fMP4 HLS cannot carry this codec; audio and thumbnails are",
@@ -254,30 +350,52 @@ public final class ParticipantRecorder {
                 omittedVideoCodec = setup.info.codecName
                 continue
             }
+            carried.append((type, setup))
+        }
+        guard !carried.isEmpty else {
+            if first { policy.firstRunStarted() }
+            return false
+        }
+        do throws(FFmpegError) {
+            try makeRun(carrying: carried, keyframe: keyframe)
+            if first { policy.firstRunStarted() }
+            return true
+        } catch {
+            let streams = Set(carried.compactMap { Self.recorded($0.0) })
+            logger.warning("recording run cannot start with the publisher's configuration: refused, recording goes on",
+                           metadata: ["error": "\(error)", "streams": "\(streams.map { "\($0)" }.sorted())"])
+            policy.runFailed(carrying: streams, reason: "\(error)")
+            return false
+        }
+    }
+
+    private func makeRun(carrying carried: [(MediaType, MediaStreamSetup)], keyframe: Packet?) throws(FFmpegError) {
+        let muxer = try Muxer(format: "mp4", interleaved: false)
+        var streams: [MediaType: Int] = [:]
+        for (type, setup) in carried {
             var extradata: [UInt8]? = nil
             var size: (width: Int, height: Int)? = nil
-            let keyframe = held.first { $0.type == .video && $0.packet.isKeyframe }?.packet
-            if type == .video, setup.info.codecName == "h264", setup.parameters.extradata.isEmpty {
-                // WHIP H.264 carries its parameter sets in band: take them from the first keyframe.
-                extradata = keyframe.flatMap { H264ParameterSets.annexB(in: $0.bytes) }
+            if type == .video, Self.carriesParameterSetsInBand(setup) {
+                // WHIP H.264 carries its parameter sets in band: the latest keyframe's.
+                extradata = inBandSets?.bytes
+                size = inBandSets?.size
             }
-            if type == .video, setup.info.width <= 0 || setup.info.height <= 0, let keyframe {
-                // A stream announced without its size (WHIP): one keyframe decoded says it.
+            if type == .video, size == nil, setup.info.width <= 0 || setup.info.height <= 0, let keyframe {
+                // A stream announced without its size whose SPS did not say it: one keyframe decoded does.
                 size = Self.pictureSize(of: keyframe, setup: setup)
             }
             let parameters = try StreamParameters(copying: setup.parameters, timeBase: Self.microseconds, extradata: extradata, size: size)
             streams[type] = try muxer.addStream(parameters)
-            keys[type] = Self.key(setup)
         }
-        guard !streams.isEmpty else { return }
         try muxer.writeHeader(options: ["movflags": "frag_custom+empty_moov+default_base_moof", "avoid_negative_ts": "disabled"])
         // A later run's decode times go on from the recording's first packet (not from 0).
         muxer.markNextFragmentDiscontinuous()
+        let initSection = try muxer.cutSegment()
         runs += 1
         let initName = ParticipantRecordingLayout.initSegmentName(number: runs)
-        upload(Data(try muxer.cutSegment()), key: plan.layout.renditionKey(initName))
+        upload(Data(initSection), key: plan.layout.renditionKey(initName))
         if runs == 1 { playlist.initSegmentURI = initName; uploadMultivariant(keys: streams.keys.sorted { $0 == .video && $1 != .video }) }
-        run = Run(muxer: muxer, streams: streams, keys: keys, initName: initName)
+        run = Run(muxer: muxer, streams: streams, initName: initName)
     }
 
     private static func pictureSize(of keyframe: Packet, setup: MediaStreamSetup) -> (width: Int, height: Int)? {
@@ -293,7 +411,9 @@ public final class ParticipantRecorder {
         guard let run, let stream = run.streams[type] else { return }
         let time = packet.dts
         if origin == nil { origin = time }
-        let cutsHere = run.streams[.video] != nil ? (type == .video && packet.isKeyframe) : true
+        // Cut at video keyframes, or at any packet while the run has no video flowing (a refused
+        // or deferred configuration: the sound's segments still end on time).
+        let cutsHere = run.streams[.video] != nil && !policy.isSuspended(.video) ? (type == .video && packet.isKeyframe) : true
         if let start = segmentStart, cutsHere, time - start >= Int64(plan.targetSegmentDurationSeconds) * 1_000_000 {
             try cutSegment(at: time)
         }
@@ -314,6 +434,7 @@ public final class ParticipantRecorder {
         packet.pts = pts
         try run.muxer.write(packet, stream: stream)
         lastTime = max(lastTime, time + max(0, packet.duration))
+        if playlistWrites.due(at: time) { uploadPlaylist() }
     }
 
     private func cutSegment(at end: Int64) throws(FFmpegError) {
@@ -334,8 +455,11 @@ public final class ParticipantRecorder {
         playlist.segments.append(HLSSegment(uri: name, duration: MediaTime(ticks: max(1, end - start), timeBase: Self.microseconds),
                                             discontinuity: discontinuity, initSegmentURI: run.initName, programDateTimeMs: date))
         discontinuityNext = false
-        upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey)
+        // Rewritten whole (an object store has no append): at most once a second of media.
+        if playlistWrites.segmentAdded(at: end) { uploadPlaylist() }
     }
+
+    private func uploadPlaylist() { upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey) }
 
     private func endRun() throws(FFmpegError) {
         guard let run else { return }
@@ -374,12 +498,14 @@ public final class ParticipantRecorder {
     public func finish(failure: String? = nil) -> ParticipantRecordingOutcome {
         guard !finished else {
             return ParticipantRecordingOutcome(status: metadata.status, durationMs: playlist.durationMs, message: metadata.statusMessage,
-                                               segments: playlist.segments.count, thumbnails: thumbnailCount)
+                                               segments: playlist.segments.count, thumbnails: thumbnailCount,
+                                               refusedConfigurations: policy.refusedConfigurations,
+                                               coalescedConfigurations: policy.coalescedConfigurations, droppedPackets: policy.droppedPackets)
         }
         finished = true
         var problem = failure
         if run == nil, !held.isEmpty {
-            do { try startRun(); for entry in held { try write(entry.type, entry.packet) } } catch { problem = problem ?? "\(error)" }
+            do { try startHeldRun() } catch { problem = problem ?? "\(error)" }
             held = []
         }
         do { try endRun() } catch { problem = problem ?? "\(error)" }
@@ -395,7 +521,8 @@ public final class ParticipantRecorder {
                 playlist.initSegmentURI = nil
             }
             playlist = playlist.finished()
-            upload(Data(playlist.render().utf8), key: plan.layout.mediaPlaylistKey)
+            _ = playlistWrites.flush()
+            uploadPlaylist()
         }
         let note = omittedVideoCodec.map { "video (\($0.uppercased())) not recorded: fMP4 HLS cannot carry it; audio and thumbnails recorded" }
         metadata = metadata.ended(at: now(), durationMs: playlist.durationMs, failure: problem, message: note)
@@ -408,7 +535,10 @@ public final class ParticipantRecorder {
         }
         return ParticipantRecordingOutcome(status: problem == nil ? .recordingEnded : .recordingEndedWithFailure,
                                            durationMs: playlist.durationMs, message: problem,
-                                           segments: playlist.segments.count, thumbnails: thumbnailCount)
+                                           segments: playlist.segments.count, thumbnails: thumbnailCount,
+                                           refusedConfigurations: policy.refusedConfigurations,
+                                           coalescedConfigurations: policy.coalescedConfigurations,
+                                           droppedPackets: policy.droppedPackets)
     }
 
     private func upload(_ data: Data, key: String) { uploads.enqueue(data, key: key) }

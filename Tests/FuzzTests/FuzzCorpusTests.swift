@@ -40,6 +40,7 @@ struct FuzzCorpusTests {
         (.rtmpSession, "seed-digest-publish", 1, 0),
         (.rtmpSession, "seed-timestamp-flood", 1, 5),
         (.rtmpSession, "seed-zero-length-flood", 1, 0),
+        (.rtmpSession, "seed-sequence-header-changes", 1, 40),
         (.whipMedia, "seed-h264-opus-2s", 1, 120),
         (.whipMedia, "seed-h264-opus-timestamps-jump", 1, 10),
         (.whipMedia, "seed-ssrc-flood", 1, 0),

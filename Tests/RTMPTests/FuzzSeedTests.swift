@@ -25,7 +25,35 @@ enum SessionSeeds {
         // each is another zero-length message, about 57,000 of them.
         let emptyFlood = try flood { _, index in index == 0 ? hex("04 000000 000000 08 01000000") : [0xC4] }
         seeds.append(("zero-length-flood-reads-137-0ms", [8, 0] + emptyFlood))
+        // A publisher whose every GOP comes with new sequence headers (video and audio): the
+        // configuration changes that the relay, recordings and compositions must follow.
+        let changes = try headerChanges()
+        seeds.append(("sequence-header-changes-reads-35-1ms", [2, 1] + changes))
+        seeds.append(("sequence-header-changes-reads-1241-33ms", [73, 33] + changes))
         return seeds
+    }
+
+    /// A publish whose GOPs alternate between two H.264 and two AAC configurations.
+    static func headerChanges() throws -> [UInt8] {
+        var publisher = TestPublisher(variant: .simple, seed: 37)
+        var bytes = try CorpusGenerator.handshake(&publisher)
+        bytes += publisher.connect() + publisher.createStream() + publisher.publish("changes-key")
+        // The same 64x64 SPS at another level (avcC and SPS level_idc 0x0a -> 0x1f), and AAC at
+        // 48 kHz instead of 44.1 kHz.
+        let otherVideo = SampleTags.avcSequenceHeader.enumerated().map { index, byte in [8, 16].contains(index) ? 0x1f : byte }
+        let otherAudio: [UInt8] = [0xAF, 0x00, 0x11, 0x90]
+        var time: UInt32 = 0
+        for gop in 0..<24 {
+            bytes += publisher.video(gop % 2 == 0 ? SampleTags.avcSequenceHeader : otherVideo, timestamp: time)
+            bytes += publisher.audio(gop % 2 == 0 ? SampleTags.aacSequenceHeader : otherAudio, timestamp: time)
+            bytes += publisher.video(SampleTags.avcKeyframe(), timestamp: time)
+            for frame in 0..<4 {
+                bytes += publisher.audio(SampleTags.aacFrame, timestamp: time &+ UInt32(frame) &* 23)
+                if frame > 0 { bytes += publisher.video(SampleTags.avcInterframe, timestamp: time &+ UInt32(frame) &* 33) }
+            }
+            time &+= 133
+        }
+        return bytes
     }
 
     /// A publish with AAC, then messages from `message` up to about 60 KB.

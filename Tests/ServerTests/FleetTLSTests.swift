@@ -67,26 +67,32 @@ import Testing
         let port = try #require(await iterator.next())
         let url = "https://127.0.0.1:\(port)/healthz"
 
+        // Every client is shut down whatever happens (AsyncHTTPClient traps on one that is not).
         let node = try makeNodeClient(caFile: directory.appendingPathComponent("ca.pem").path)
-        let answer = try await node.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
-        #expect(answer.status == .ok)
-        try await node.shutdown()
-
-        // The system's authorities do not know the fleet's: the handshake fails.
-        let stranger = HTTPClient(eventLoopGroupProvider: .singleton)
-        // (AsyncHTTPClient retries a failed connection until the deadline, then reports why.)
+        let stranger = HTTPClient(eventLoopGroupProvider: .singleton), plain = HTTPClient(eventLoopGroupProvider: .singleton)
+        var outcomes: [String] = []
+        do {
+            let answer = try await node.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+            outcomes.append("node \(answer.status.code)")
+        } catch {
+            outcomes.append("node failed: \(error)")
+        }
+        // The system's authorities do not know the fleet's: the handshake fails. (AsyncHTTPClient
+        // retries a failed connection until the deadline, then reports why.)
         do {
             _ = try await stranger.execute(HTTPClientRequest(url: url), timeout: .seconds(3))
-            Issue.record("a client that does not trust the fleet's authority got an answer")
+            outcomes.append("stranger answered")
         } catch {
-            #expect("\(error)".contains("certificate") || "\(error)".contains("handshake"), "refused for its certificate: \(error)")
+            outcomes.append("\(error)".contains("certificate") || "\(error)".contains("handshake") ? "stranger refused" : "stranger: \(error)")
         }
-        try await stranger.shutdown()
         // Plain HTTP to the TLS listener gets no answer either.
-        let plain = HTTPClient(eventLoopGroupProvider: .singleton)
-        await #expect(throws: (any Error).self) {
+        do {
             _ = try await plain.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(2))
+            outcomes.append("plain answered")
+        } catch {
+            outcomes.append("plain failed")
         }
-        try await plain.shutdown()
+        for client in [node, stranger, plain] { try? await client.shutdown() }
+        #expect(outcomes == ["node 200", "stranger refused", "plain failed"])
     }
 }

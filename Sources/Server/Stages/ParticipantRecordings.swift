@@ -95,7 +95,10 @@ final class ParticipantRecordings: Sendable {
             let outcome = recorder.finish(failure: failure)
             threadLogger.info("participant recording ended", metadata: [
                 "status": "\(outcome.status.rawValue)", "duration_ms": "\(outcome.durationMs)", "segments": "\(outcome.segments)",
-                "reason": "\(outcome.message ?? "")"])
+                "reason": "\(outcome.message ?? "")",
+                // A publisher's configurations refused or beyond the change budget, and the media skipped for them.
+                "refused_configurations": "\(outcome.refusedConfigurations)",
+                "coalesced_configurations": "\(outcome.coalescedConfigurations)", "dropped_packets": "\(outcome.droppedPackets)"])
             report(key, .ended(outcome, bucket: bucket, prefix: layout.prefix))
             self.running.withLock { if $0[key] === state { $0[key] = nil } }
         }
