@@ -39,22 +39,34 @@ public final class AudioRing {
     public var isEmpty: Bool { end <= start }
 
     /// Writes `count` samples at absolute `position`. A gap before `position` is filled with
-    /// silence; an overlap with already-held samples overwrites them. If the ring would hold
-    /// more than `capacity`, the oldest samples are dropped (and counted).
-    public func write(left source: UnsafePointer<Float>, right sourceRight: UnsafePointer<Float>, count: Int, at position: Int64) {
+    /// silence; an overlap with already-held samples overwrites them, or with `crossfade`
+    /// blends from them into the new ones across the overlap (a step back in the source's
+    /// timeline: the sound skips what the overlap held without a click). If the ring would
+    /// hold more than `capacity`, the oldest samples are dropped (and counted). Up to
+    /// `uncountedSilence` samples of a gap are silence put there on purpose (a delay the
+    /// sound takes on), not sound missing: they are not counted in `silenceFilledSamples`.
+    public func write(left source: UnsafePointer<Float>, right sourceRight: UnsafePointer<Float>, count: Int, at position: Int64,
+                      crossfade: Bool = false, uncountedSilence: Int64 = 0) {
         guard count > 0 else { return }
         if isEmpty { start = position; end = position }
         reserve(through: max(end, position + Int64(count)))
-        if position > end { writeSilence(from: end, to: position) }
+        if position > end { writeSilence(from: end, to: position, uncounted: uncountedSilence) }
         var skip = 0
         var at = position
         if at < start { skip = Int(start - at); at = start }
         guard skip < count else { return }
         if !silences.isEmpty { fillSilences(with: at..<(at &+ Int64(count - skip))) }
+        let blended = crossfade ? Int(clamping: max(0, min(end, at &+ Int64(count - skip)) &- at)) : 0
         for i in skip..<count {
             let index = slot(at + Int64(i - skip))
-            left[index] = source[i]
-            right[index] = sourceRight[i]
+            if i - skip < blended {
+                let weight = Float(i - skip + 1) / Float(blended + 1)
+                left[index] += (source[i] - left[index]) * weight
+                right[index] += (sourceRight[i] - right[index]) * weight
+            } else {
+                left[index] = source[i]
+                right[index] = sourceRight[i]
+            }
         }
         end = max(end, at + Int64(count - skip))
         trimToCapacity()
@@ -108,12 +120,15 @@ public final class AudioRing {
         if silences.count > Self.trackedSilences { silences.removeFirst(silences.count - Self.trackedSilences) }
     }
 
-    private func writeSilence(from: Int64, to: Int64) {
-        silenceFilledSamples &+= to &- from
+    private func writeSilence(from: Int64, to: Int64, uncounted: Int64) {
+        let counted = (from &+ min(max(0, uncounted), to &- from))..<to
+        silenceFilledSamples &+= counted.upperBound &- counted.lowerBound
         // Silences already mixed stay counted: nothing can fill them any more.
         silences.removeAll { $0.upperBound <= start }
-        if silences.count == Self.trackedSilences { silences.removeFirst() }
-        silences.append(from..<to)
+        if !counted.isEmpty {
+            if silences.count == Self.trackedSilences { silences.removeFirst() }
+            silences.append(counted)
+        }
         var position = max(from, to - Int64(allocated))
         while position < to {
             let index = slot(position)

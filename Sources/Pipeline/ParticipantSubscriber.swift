@@ -61,6 +61,18 @@ public final class ParticipantSubscriber {
     /// The stage time the previous tick showed video up to, while the picture ran on (nil
     /// while hidden, waiting for a keyframe or restarting: nothing was due then).
     private var lastShownVideoTime: Int64?
+    /// A live participant's picture and sound are both shown this much (µs, up to a tick)
+    /// after their stage time, so that a picture whose frames come at the
+    /// composition's frame rate lands on its ticks instead of up to half a frame beside them,
+    /// with its sound. It follows the frames' cadence against the ticks (their clock drift);
+    /// a wrap by a whole tick skips (or repeats) one picture and as much sound.
+    public private(set) var cadenceShift: Int64 = 0
+    /// The time of the frame shown before (for the cadence: consecutive frames a tick apart).
+    private var previousFrameTime: Int64?
+    private var cadenceFrames = 0
+    static let cadenceHysteresis: Int64 = 2_000
+    /// `cadenceShift` when audio was last placed: a gap it opened since is a delay, not sound missing.
+    private var audioCadenceShift: Int64 = 0
 
     // Hidden video: read on the stage clock, not decoded (see `setVideoShown`).
     public private(set) var isVideoShown = true
@@ -252,8 +264,10 @@ public final class ParticipantSubscriber {
         }
     }
 
-    /// Makes `current` the latest frame whose stage time is ≤ `stageTime` (µs).
-    public func advanceVideo(to stageTime: Int64) {
+    /// Makes `current` the latest frame whose stage time is ≤ `stageTime` (µs). `tickLead`:
+    /// `stageTime` is that far ahead of the composition's tick, half a tick (0: unknown); a
+    /// live participant's pictures and sound then follow the ticks' cadence (`cadenceShift`).
+    public func advanceVideo(to stageTime: Int64, tickLead: Int64 = 0) {
         videoStageTime = stageTime
         if videoDecoder == nil, source.isLive {
             // A live video stream announced after the audio (WHIP announces it with its first
@@ -288,14 +302,43 @@ public final class ParticipantSubscriber {
                 // (containers shift video by the AAC priming): show it at once rather than flash
                 // camera-off. A live tile, and a recording timed on the wall clock (a session
                 // re-rendered from its recordings), show camera-off until the first picture is due.
-                guard due <= stageTime || (currentTime == nil && firstPictureEarly && due - stageTime < frameStep) else { return }
-                if let previousTick, currentTime != nil, due <= previousTick { lateVideoFrames &+= 1 }
+                let shown = due &+ cadenceShift
+                guard shown <= stageTime || (currentTime == nil && firstPictureEarly && due - stageTime < frameStep) else { return }
+                let late = previousTick.map { currentTime != nil && shown <= $0 } ?? false
+                if late { lateVideoFrames &+= 1 }
+                if source.isLive, tickLead > 0 {
+                    followCadence(of: due, late: late || previousTick == nil, tick: stageTime &- tickLead, tickLead: tickLead)
+                }
                 current.swap(with: pending)
                 currentTime = due
                 videoGeneration &+= 1
                 pendingTime = nil
             }
             guard decodeNextVideoFrame() else { return }
+        }
+    }
+
+    /// Moves `cadenceShift` an eighth of the way to within 2 ms of where a picture a tick after
+    /// the one before (one frame of a picture at the composition's rate) lands on its tick (all
+    /// the way for the first), then keeps it within [0, a tick] (2 ms either way) by a whole tick.
+    /// Pictures at another rate, or late, leave it as it is.
+    private func followCadence(of due: Int64, late: Bool, tick: Int64, tickLead: Int64) {
+        defer { previousFrameTime = due }
+        let period = 2 &* tickLead
+        guard !late, let previous = previousFrameTime, abs(due &- previous &- period) <= period / 8 else { return }
+        let miss = tick &- (due &+ cadenceShift)
+        guard abs(miss) <= tickLead else { return }
+        // Within 2 ms (an RTMP timestamp's rounding, what the sound's drift following leaves
+        // alone) the picture is on its tick: chasing less would only wobble the sound's pitch.
+        let dead = ParticipantSubscriber.cadenceHysteresis
+        cadenceShift &+= cadenceFrames == 0 ? miss : (miss > dead ? miss &- dead : miss < -dead ? miss &+ dead : 0) / 8
+        cadenceFrames &+= 1
+        // Within a tick later (and a little either way), never earlier: the sound is mixed a
+        // tick ahead of the clock, and the allowance's margin keeps only a few ms beyond that.
+        if cadenceShift > period &+ ParticipantSubscriber.cadenceHysteresis {
+            cadenceShift &-= period
+        } else if cadenceShift < -ParticipantSubscriber.cadenceHysteresis {
+            cadenceShift &+= period
         }
     }
 
@@ -432,23 +475,40 @@ public final class ParticipantSubscriber {
         var position: Int64
         if let raw = decodedAudio.bestEffortTimestamp {
             let micro = decoder.stream.timeBase.rescale(raw, to: MediaTime.microseconds)
-            let stage = audioMapper.map(micro, nominalStep: stepMicro)
+            let stage = audioMapper.map(micro, nominalStep: stepMicro) &+ cadenceShift
             position = stage * Int64(mixRate) / 1_000_000
         } else {
             position = audioNextPosition ?? Int64(mixRate) * offsetMicroseconds / 1_000_000
+        }
+        var crossfade = false
+        // The cadence wrapping by a tick (or taken up at first): a step of the sound's own,
+        // apart from what its timestamps do; a smaller move is followed like drift.
+        var cadenceStep: Int64 = 0
+        if source.isLive {
+            let move = (cadenceShift &- audioCadenceShift) &* Int64(mixRate) / 1_000_000
+            audioCadenceShift = cadenceShift
+            if abs(move) > Int64(mixRate / 200) { cadenceStep = move }
         }
         if let expected = audioNextPosition {
             let error = position - expected
             if source.isLive {
                 // A live publisher's clock drifts against ours, and its timestamps slew with
                 // the arrival mapping (≤ 0.1 %): stay contiguous and stretch or squeeze the
-                // sound to follow small errors; jump on a larger one (over 10 ms: the
-                // publisher's timeline settling in its first seconds, or a discontinuity).
-                if abs(error) <= Int64(mixRate / 100) {
-                    position = expected
-                    followDrift(error: error)
+                // sound to follow small errors (5 ms earlier to 10 ms later: a small step up of
+                // the allowance is stretched, not a gap). A larger one is a step of its
+                // timeline, which the picture took at the same instant (the jitter allowance
+                // stepping, by 10 ms or more down, the cadence wrapping by a tick, the
+                // publisher's timeline settling in its first seconds, a discontinuity): the
+                // sound takes it at once too, a step back skipping what it overlaps with a
+                // crossfade, one forward a gap.
+                let drift = error &- cadenceStep
+                if drift >= -Int64(mixRate / 200), drift <= Int64(mixRate / 100) {
+                    position = expected &+ cadenceStep
+                    crossfade = cadenceStep < 0
+                    followDrift(error: drift)
                 } else {
-                    logger.debug("live audio jumps to its timestamps", metadata: [
+                    crossfade = error < 0
+                    logger.debug("live audio steps with its timestamps", metadata: [
                         "participant.id": "\(participantId)", "audio.error_ms": "\(error * 1000 / Int64(mixRate))"])
                 }
             } else if abs(error) <= Int64(mixRate / 50) {
@@ -456,7 +516,8 @@ public final class ParticipantSubscriber {
                 position = expected
             }
         }
-        audio.write(left: scratchLeft, right: scratchRight, count: samples, at: position)
+        audio.write(left: scratchLeft, right: scratchRight, count: samples, at: position, crossfade: crossfade,
+                    uncountedSilence: max(0, cadenceStep))
         audioNextPosition = position + Int64(samples)
         if audioFirstPosition == nil { audioFirstPosition = position }
     }

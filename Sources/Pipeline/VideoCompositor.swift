@@ -113,12 +113,13 @@ public final class VideoCompositor {
             advancing.append(subscriber)
         }
         guard parallelDecoding, advancing.count > 1 else {
-            for subscriber in advancing { subscriber.advanceVideo(to: due) }
+            for subscriber in advancing { subscriber.advanceVideo(to: due, tickLead: frameLead) }
             return
         }
+        let lead = frameLead
         advancing.withUnsafeBufferPointer { buffer in
             let batch = DecodingBatch(subscribers: buffer)
-            DispatchQueue.concurrentPerform(iterations: buffer.count) { batch.subscribers[$0].advanceVideo(to: due) }
+            DispatchQueue.concurrentPerform(iterations: buffer.count) { batch.subscribers[$0].advanceVideo(to: due, tickLead: lead) }
         }
     }
 

@@ -70,9 +70,10 @@ struct LiveDeliveryTests {
         let fixed = LiveCompositionTests.DeliveryRecord()
         _ = try await base.run(publishers: [stalled(red, sentUntil: 1_800_000)], seconds: 3, points: [(160, 90)], delivery: fixed)
         let late = try #require(fixed.of("red"))
-        // Sent from 1.5 s, due 220 ms later, all arrive at 1.85 s: the frames due at 1.72 to
-        // 1.82 s (sent at 1.5 to 1.6 s) are shown late; the next is due after its arrival.
-        #expect(late.lateVideoFrames == 4, "\(late)")
+        // Sent from 1.5 s, due 220 ms later, all arrive at 1.85 s. The composition shows this
+        // 30 fps picture 24 ms after that, on its ticks (its cadence): the frames of the ticks
+        // 1.77 to 1.83 s are shown late; the next, of the tick at 1.87 s, made it.
+        #expect(late.lateVideoFrames == 3, "\(late)")
         // Their sound (due 1.72 s on) is missing until it arrives at 1.85 s.
         #expect(abs(late.audioGapSeconds - 0.13) <= 0.03, "\(late)")
     }

@@ -148,7 +148,7 @@ struct AdaptiveLatencyTests {
         #expect(late.count > 1_000)
     }
 
-    @Test("the allowance is capped by the maximum; a spike raises it at once; it shrinks slowly (0.5 %) when the network calms")
+    @Test("the allowance is capped by the maximum; a spike raises it at once; it comes down slowly (0.5 %), a frame at a time, when the network calms")
     func spikeThenCalm() {
         var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, initialLatency: 40_000, margin: 40_000,
                                          latenessWindow: 5_000_000)
@@ -157,16 +157,24 @@ struct AdaptiveLatencyTests {
         #expect(result[499].latency == 40_000)
         #expect(result[500].latency == 200_000, "raised at once, to the cap")
         #expect(result[500].presented < result[500].arrival, "beyond the cap it is late, as with a fixed 200 ms")
-        // Held while the spike is within the last windows (5–10 s), then down at most 0.5 %
-        // of the time passing (with the offset's 0.1 %, the sound is squeezed, never cut).
+        // Held while the spike is within the last windows (5–10 s), then down by 0.5 % of the
+        // time passing in steps of a frame (the last one to the minimum may be less): the
+        // sound skips a frame's worth with the picture, it is never squeezed.
+        var lastStep: Int64?
         for i in 501..<3_000 {
             let step = (result[i].presented - result[i].arrival) - (result[i - 1].presented - result[i - 1].arrival)
-            #expect(step >= -(20_000 * 6_000 / 1_000_000) - 1, "packet \(i) moved earlier by \(-step) µs")
             #expect(result[i].latency <= result[i - 1].latency)
+            guard step < -(20_000 * 1_000 / 1_000_000) - 1 else { continue }
+            let toMinimum = result[i].latency == 40_000
+            #expect(-step >= mapper.shrinkStep || toMinimum, "packet \(i) moved earlier by \(-step) µs")
+            #expect(-step <= mapper.shrinkStep + 21, "packet \(i) moved earlier by \(-step) µs")
+            if let lastStep { #expect(result[i].arrival - lastStep >= mapper.shrinkStep * 1_000_000 / 5_000 - 20_000 || toMinimum) }
+            lastStep = result[i].arrival
         }
         #expect(result[2_999].latency == 40_000, "back to the minimum by 60 s")
-        // The spike's window (from 11 s) becomes the previous one at 16 s and is forgotten at 21 s.
-        #expect(result[900].latency == 200_000 && result[1_100].latency < 200_000)
+        // The spike's window (from 11 s) becomes the previous one at 16 s and is forgotten at
+        // 21 s; the first step down, a frame, comes 6.7 s later (0.5 %).
+        #expect(result[1_300].latency == 200_000 && result[1_400].latency == 200_000 - mapper.shrinkStep)
     }
 
     @Test("a new publisher starts at the maximum and comes down by 0.5 % of the time passing to what its jitter needs: a clean one to the minimum, never stepping up by more than its jitter")
@@ -176,9 +184,12 @@ struct AdaptiveLatencyTests {
         let result = Self.run(&mapper, packets: 2_000) { _ in Int64.random(in: 0...2_000, using: &random) }
         #expect(result[0].latency == 200_000)
         for i in 1..<result.count {
+            // Down a frame at a time (the last step to what the jitter needs may be less), no
+            // faster than 0.5 % of the time since it started.
             let shrunk = result[i - 1].latency - result[i].latency
-            #expect(shrunk >= -2_000 && shrunk <= max(0, result[i].arrival - result[i - 1].arrival) * 5_000 / 1_000_000,
-                    "packet \(i): \(result[i - 1].latency) then \(result[i].latency)")
+            #expect(shrunk >= -2_000 && shrunk <= mapper.shrinkStep, "packet \(i): \(result[i - 1].latency) then \(result[i].latency)")
+            #expect(200_000 - result[i].latency <= (result[i].arrival - result[0].arrival) * 5_000 / 1_000_000 + 2_000,
+                    "packet \(i): \(result[i].latency)")
         }
         // 158 ms at 0.5 % of the time: about 32 s.
         #expect(result[1_500].latency > 42_000 && result[1_999].latency <= 42_000, "\(result[1_500].latency), \(result[1_999].latency)")
@@ -215,7 +226,30 @@ struct AdaptiveLatencyTests {
         #expect(presented - arrival == 40_000, "the packet itself keeps the margin")
     }
 
-    @Test("generated delay sequences: never presented before arrival + margin unless the lateness passes the cap, never moved earlier faster than 0.6 % (seed printed on failure)")
+    @Test("audio and video of one instant share the allowance across a step down, whichever arrives first")
+    func streamsStepTogether() {
+        var mapper = LiveTimestampMapper(latency: 200_000, minimumLatency: 40_000, margin: 40_000)
+        // Video (every 40 ms) arrives 50 ms after audio (every 20 ms) of the same instant.
+        var presented: [Int64: (audio: Int64?, video: Int64?)] = [:]
+        var events: [(arrival: Int64, media: Int64, video: Bool)] = []
+        for i in 0..<1_500 { events.append((1_000_000 + Int64(i) * 20_000, Int64(i) * 20_000, false)) }
+        for i in 0..<750 { events.append((1_050_000 + Int64(i) * 40_000, Int64(i) * 40_000, true)) }
+        events.sort { $0.arrival < $1.arrival }
+        var steps = 0
+        var latency = mapper.latency
+        for event in events {
+            let time = mapper.presentationTime(mediaTime: event.media, arrival: event.arrival)
+            if mapper.latency < latency { steps += 1; latency = mapper.latency }
+            if event.video { presented[event.media, default: (nil, nil)].video = time } else { presented[event.media, default: (nil, nil)].audio = time }
+        }
+        #expect(steps >= 3, "the allowance came down \(steps) times")
+        // Every video instant is an audio one too: the same placement, to the offset's slew.
+        let shared = presented.values.compactMap { pair in pair.audio.flatMap { a in pair.video.map { a - $0 } } }
+        #expect(shared.count == 750)
+        #expect(shared.allSatisfy { abs($0) <= 100 }, "\(shared.filter { abs($0) > 100 })")
+    }
+
+    @Test("generated delay sequences: never presented before arrival + margin unless the lateness passes the cap, moved earlier beyond the offset's slew only by steps of a frame at most, no faster than 0.5 % (seed printed on failure)")
     func generatedDelays() {
         struct Burst: CustomStringConvertible {
             var packets: Int
@@ -235,6 +269,9 @@ struct AdaptiveLatencyTests {
             let delays = bursts.flatMap { burst in (0..<burst.packets).map { _ in burst.base + Int64.random(in: 0...burst.jitter, using: &random) } }
             let result = Self.run(&mapper, packets: delays.count) { delays[$0] }
             var latestArrival = Int64.min
+            // Since the allowance last rose: when, and the steps down since.
+            var walkStart = result.first?.arrival ?? 0
+            var shrunk: Int64 = 0
             for (i, packet) in result.enumerated() {
                 defer { latestArrival = max(latestArrival, packet.arrival) }
                 // Lateness behind the least-delayed packet (30 ms of transit): the offset only
@@ -250,8 +287,16 @@ struct AdaptiveLatencyTests {
                 // offset and the latency together, over the arrival time that passed.
                 let step = wait - (result[i - 1].presented - result[i - 1].arrival) + (delays[i] - delays[i - 1])
                 let elapsed = max(0, packet.arrival - latestArrival)
-                if step < -(elapsed * 6_000 / 1_000_000) - 2 {
-                    return "packet \(i) presented \(-step) µs earlier than the one before allows"
+                let slew = elapsed * 1_000 / 1_000_000 + 2
+                if -step > mapper.shrinkStep + slew {
+                    return "packet \(i) presented \(-step) µs earlier than the one before: more than a step"
+                }
+                // (A step down taking effect with this packet, and the allowance rising for it.)
+                if packet.latency > result[i - 1].latency { walkStart = packet.arrival; shrunk = 0; continue }
+                guard step < -slew else { continue }
+                shrunk += -step
+                if shrunk > (packet.arrival - walkStart) * 6_000 / 1_000_000 + 2_000 {
+                    return "packet \(i): \(shrunk) µs of steps down in \(packet.arrival - walkStart) µs"
                 }
             }
             return nil

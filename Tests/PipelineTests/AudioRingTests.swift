@@ -4,11 +4,12 @@
 import Testing
 
 /// Writes `values` (left) and their negation (right) at `position`.
-private func write(_ ring: AudioRing, _ values: [Float], at position: Int64) {
+private func write(_ ring: AudioRing, _ values: [Float], at position: Int64, crossfade: Bool = false, uncountedSilence: Int64 = 0) {
     let right = values.map { -$0 }
     values.withUnsafeBufferPointer { l in
         right.withUnsafeBufferPointer { r in
-            ring.write(left: l.baseAddress!, right: r.baseAddress!, count: values.count, at: position)
+            ring.write(left: l.baseAddress!, right: r.baseAddress!, count: values.count, at: position, crossfade: crossfade,
+                       uncountedSilence: uncountedSilence)
         }
     }
 }
@@ -103,6 +104,31 @@ struct AudioRingTests {
         let out = mix(ring, from: 0, count: 20)
         #expect(out.left == [Float](repeating: 1, count: 5) + [Float](repeating: 2, count: 10) + [Float](repeating: 1, count: 5))
         #expect(ring.start == 20 && ring.end == 20, "mixing forgets what it read")
+    }
+
+    @Test("a step back with a crossfade blends from what the overlap held into the new samples, then goes on with them")
+    func crossfadeStepBack() {
+        let ring = AudioRing(capacity: 1000)
+        write(ring, [Float](repeating: 1, count: 20), at: 0)
+        // The timeline stepped back by 9 samples: the new write overlaps the last 9 held.
+        write(ring, [Float](repeating: 11, count: 20), at: 11, crossfade: true)
+        let out = mix(ring, from: 0, count: 31)
+        #expect(Array(out.left[0..<11]) == [Float](repeating: 1, count: 11))
+        // Across the overlap: 1 + 10 × k/10 for k = 1...9, strictly rising, never a jump to 11.
+        #expect(Array(out.left[11..<20]) == (1...9).map { 1 + Float($0) })
+        #expect(Array(out.left[20..<31]) == [Float](repeating: 11, count: 11))
+        #expect(ring.silenceFilledSamples == 0)
+    }
+
+    @Test("silence opened on purpose (a delay the sound takes on) is not counted as sound missing; the rest of a gap is")
+    func uncountedSilence() {
+        let ring = AudioRing(capacity: 1000)
+        write(ring, ramp(10), at: 0)
+        write(ring, ramp(10), at: 25, uncountedSilence: 10)
+        #expect(ring.silenceFilledSamples == 5)
+        // A late write over the counted part takes it back; the uncounted part was never counted.
+        write(ring, ramp(15), at: 10)
+        #expect(ring.silenceFilledSamples == 0)
     }
 
     @Test("more than the capacity: the oldest samples are dropped and counted")

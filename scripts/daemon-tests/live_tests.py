@@ -516,8 +516,9 @@ def test_gstreamer_rtmp2sink_publishes(d):
 
 def test_av_sync_flash_and_beep(d):
     """A publisher whose picture flashes white and whose audio beeps at the same instants, once
-    a second: in the composite the flash and the beep stay within 40 ms of each other, at the
-    start and at the end of the run (the virtual-time LiveStageTests cover 10 minutes with drift)."""
+    a second: in the composite every flash and its beep are within 40 ms of each other, the
+    first 25 s included, while the measured jitter allowance comes down (the virtual-time
+    LiveStageTests cover 10 minutes with drift, and hold the allowance's first minute to 15 ms)."""
     minutes = float(os.environ.get("LIVE_AV_SYNC_MINUTES", "1"))
     publisher = None
     try:
@@ -543,12 +544,16 @@ def test_av_sync_flash_and_beep(d):
         if publisher:
             publisher.kill()
     playlist = recording_playlist(d, final)
-    offsets = media_check.av_offsets(playlist, *SIZE, 128, 0.1)
+    onsets = media_check.av_onsets(playlist, *SIZE, 128, 0.1)
+    offsets = [offset for _, offset in onsets]
+    print("A/V offset (audio - video) by flash: " + ", ".join(f"{t:.1f} s: {o * 1000:+.1f}" for t, o in onsets))
     check(len(offsets) >= minutes * 60 - 5, f"flashes found: {len(offsets)}")
     first, last = offsets[:5], offsets[-5:]
     print(f"A/V offset (audio - video), first flashes: {[round(o * 1000) for o in first]} ms, "
           f"last: {[round(o * 1000) for o in last]} ms")
-    check(all(abs(o) <= 0.040 for o in first + last), f"|A/V offset| > 40 ms: first {first}, last {last}")
+    # (Measured +10 to +20 ms; a constant ~20 ms of it is the same before the allowance adapts:
+    # issue 45 goes on with it. 40 ms, the bound the first and last five had, now for all.)
+    check(all(abs(o) <= 0.040 for o in offsets), f"|A/V offset| > 40 ms: {[round(o * 1000, 1) for o in offsets if abs(o) > 0.040]}")
 
 
 def test_refusals_name_their_reason(d):

@@ -1,6 +1,7 @@
 // The daemon's log lines on standard error (journald keeps them): swift-log's stream format
 // with millisecond timestamps, or one JSON object a line for log shippers (`logFormat: "json"`).
 import Foundation
+import MediaCore
 public import Logging
 
 public struct DaemonLogHandler: LogHandler {
@@ -76,20 +77,6 @@ public struct DaemonLogHandler: LogHandler {
         }
     }
 
-    /// A JSON string literal (RFC 8259 escapes).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// A JSON string literal (RFC 8259 escapes), as every JSON we render by hand.
+    static func quoted(_ text: String) -> String { JSONText.quote(text) }
 }

@@ -61,7 +61,7 @@ final class ReplicaForwarder: Sendable {
                             }
                             Thread.sleep(forTimeInterval: 0.05)
                         }
-                        reason = "the source participant left its stage"
+                        if !self.stopped.load(ordering: .acquiring) { reason = "the source participant left its stage" }
                         break outer
                     }
                 }
