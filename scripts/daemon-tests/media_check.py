@@ -149,6 +149,14 @@ class FrameLuma:
         if result.returncode != 0:
             raise RuntimeError(f"decode {path}: {result.stderr.decode()[-2000:]}")
         self.times = [float(m) for m in re.findall(rb"Parsed_showinfo.*? pts_time:\s*(-?[0-9.]+)", result.stderr)]
+        # ffmpeg (5.1) rebases a video stream that starts just after 0 to 0 even with -copyts: a
+        # TS whose audio starts at 0 (AAC priming) and video at 0.021333 shows its first frame
+        # at 0, which read an exactly aligned file as audio 21 ms late. The first frame is at the
+        # video stream's own start time, as ffprobe and players have it.
+        streams = [s for s in probe(path).get("streams", []) if s.get("codec_type") == "video"]
+        start = float(streams[0].get("start_time", "nan")) if streams else float("nan")
+        if self.times and start == start and abs(start - self.times[0]) > 0.0005:
+            self.times = [t + start - self.times[0] for t in self.times]
         frame = size * size * 3
         count = len(result.stdout) // frame
         if count != len(self.times):
