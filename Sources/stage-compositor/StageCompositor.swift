@@ -1,10 +1,12 @@
 import ArgumentParser
+import Server
 
 @main
 struct StageCompositor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stage-compositor",
         abstract: "IVS-compatible server-side composition: grid/PiP layouts, audio mix, HLS recording, RTMP push.",
+        version: BuildInfo.version,
         subcommands: [ComposeCommand.self, ServeCommand.self, ConfigCommand.self, LayoutCommand.self, NodesCommand.self]
     )
 }

@@ -152,6 +152,67 @@ class ControlPlaneRouterTests: XCTestCase {
         }
     }
 
+    /// Every family on /metrics has `# HELP` and `# TYPE`; API calls are counted by operation and
+    /// status (an unknown path as one operation); the process and the build are described.
+    func testMetricsAreDocumentedAndLabelled() async throws {
+        try await makeApp().test(.router) { client in
+            try await client.execute(uri: "/ListEncoderConfigurations", method: .post,
+                                     headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { response in
+                XCTAssertEqual(response.status, .ok)
+            }
+            for _ in 0..<2 {
+                try await client.execute(uri: "/NoSuchOperation", method: .post,
+                                         headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { response in
+                    XCTAssertEqual(response.status, .notFound)
+                }
+            }
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                XCTAssertEqual(Self.undocumentedMetrics(in: text), [], text)
+                XCTAssertTrue(text.contains("stage_compositor_api_requests_total{operation=\"ListEncoderConfigurations\",status=\"200\"} 1\n"), text)
+                XCTAssertTrue(text.contains("stage_compositor_api_requests_total{operation=\"unknown\",status=\"404\"} 2\n"), text)
+                XCTAssertNotNil(text.range(of: #"(?m)^stage_compositor_build_info\{version="[^"]+",commit="[^"]+"\} 1(\.0)?$"#,
+                                           options: .regularExpression), text)
+                for name in ["process_resident_memory_bytes", "process_open_fds"] {
+                    let value = try XCTUnwrap(Self.sample(name, in: text), "\(name) in\n\(text)")
+                    XCTAssertGreaterThan(value, 0, name)
+                }
+                let cpu = try XCTUnwrap(Self.sample("process_cpu_seconds_total", in: text), text)
+                XCTAssertGreaterThanOrEqual(cpu, 0)
+                XCTAssertTrue(text.contains("# TYPE process_cpu_seconds_total counter\n"), text)
+            }
+        }
+    }
+
+    /// The unlabelled sample `name`'s value.
+    static func sample(_ name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+    }
+
+    /// Families with a `# TYPE` but no `# HELP`, and samples whose family lacks either (a
+    /// histogram's `_bucket`, `_sum` and `_count` belong to it).
+    static func undocumentedMetrics(in text: String) -> [String] {
+        var helped = Set<String>(), typed: [String: String] = [:], problems: [String] = []
+        for line in text.split(separator: "\n") {
+            let words = line.split(separator: " ", maxSplits: 3)
+            if line.hasPrefix("# HELP "), words.count == 4 {
+                helped.insert(String(words[2]))
+            } else if line.hasPrefix("# TYPE "), words.count == 4 {
+                typed[String(words[2])] = String(words[3])
+                if !helped.contains(String(words[2])) { problems.append("TYPE without HELP: \(words[2])") }
+            } else if !line.hasPrefix("#") {
+                let name = String(line.prefix { $0 != "{" && $0 != " " })
+                let family = ["_bucket", "_sum", "_count"].compactMap { suffix -> String? in
+                    guard name.hasSuffix(suffix) else { return nil }
+                    let base = String(name.dropLast(suffix.count))
+                    return typed[base] == "histogram" ? base : nil
+                }.first ?? name
+                if typed[family] == nil || !helped.contains(family) { problems.append("sample without HELP or TYPE: \(name)") }
+            }
+        }
+        return problems
+    }
+
     /// Authentication off: a web page must not be able to drive the API (cross-site POSTs,
     /// DNS rebinding); the AWS CLI's requests (no Origin, JSON, the host it was given) pass.
     func testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() async throws {
@@ -249,6 +310,7 @@ final class ControlPlaneRouterPostgresTests: ControlPlaneRouterTests {
     override func testStagesFromTheConfigurationAreListedAndProtected() async throws { try await super.testStagesFromTheConfigurationAreListedAndProtected() }
     override func testLayoutIsCheckedOnceWithTheLayoutModulesWording() async throws { try await super.testLayoutIsCheckedOnceWithTheLayoutModulesWording() }
     override func testHealthAndMetrics() async throws { try await super.testHealthAndMetrics() }
+    override func testMetricsAreDocumentedAndLabelled() async throws { try await super.testMetricsAreDocumentedAndLabelled() }
     override func testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() async throws { try await super.testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() }
     override func testMetricsBehindABearerToken() async throws { try await super.testMetricsBehindABearerToken() }
 

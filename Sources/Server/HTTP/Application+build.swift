@@ -144,7 +144,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
                              fleet: FleetContext? = nil) async throws
     -> Application<ServerResponder> {
     let logger = dependencies.logger
-    let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: dependencies.metricsRegistry))
+    let metrics = ServerMetrics(factory: DocumentedPrometheusFactory(registry: dependencies.metricsRegistry, help: ServerMetrics.help))
     let ingest = configuration.ingest
     let hub = LiveStageHub(clock: dependencies.liveClock, settings: LiveMediaSettings(
         latency: Int64(ingest.latencyMs) * 1000, minimumLatency: Int64(ingest.minimumLatencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000),
@@ -456,6 +456,7 @@ public struct ServerResponder: HTTPResponder {
             if let counts = whipSessionCounts?() {
                 metrics.recordConnections(listener: "whip", open: counts.open, refused: counts.refused)
             }
+            if let stats = ProcessStats.read() { metrics.recordProcess(stats) }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
@@ -463,7 +464,14 @@ public struct ServerResponder: HTTPResponder {
             guard let whip else { return WHIPResponses.plain(.notFound, "WHIP publishing is disabled on this server (ingest.whip.enabled)") }
             return await whip(request, context.remoteAddress?.ipAddress ?? "?")
         }
-        metrics.requests.increment()
+        let response = await respondToOperation(request, method: method, path: path)
+        metrics.apiRequest(operation: APIOperation.route(method: method, path: path)?.operation.name ?? "unknown",
+                           status: response.status.code)
+        return response
+    }
+
+    /// A control-plane operation's response, errors included.
+    private func respondToOperation(_ request: Request, method: String, path: String) async -> Response {
         let buffer: ByteBuffer
         do {
             buffer = try await HTTPLimits.collect(request, upTo: maxBodyBytes)

@@ -1,5 +1,6 @@
 // The daemon's metrics, created from an injected swift-metrics factory (the Prometheus
 // registry behind /metrics in the daemon; tests pass their own). Never bootstrapped globally.
+// Every metric's `# HELP` text is in `ServerMetrics.help`, the one list of what we export.
 public import CoreMetrics
 public import LiveStage
 import Synchronization
@@ -13,7 +14,6 @@ public final class ServerMetrics: Sendable {
     private let compositionGauges: [String: Gauge]
     private let destinationGauges: [String: Gauge]
     private let publishersGauge: Gauge
-    public let requests: Counter
     /// Bytes written per destination type ("s3", "channel"); rate() of it is the output bitrate.
     public let outputBytes: [String: Counter]
 
@@ -31,6 +31,12 @@ public final class ServerMetrics: Sendable {
     public let ingestRefusalEventsSuppressed: Counter
     private let ingestRefused: [String: Counter]
     private let ingestPublishErrors: [String: Counter]
+    /// This process, read from /proc/self when /metrics is served.
+    private let processCPUSeconds: FloatingPointCounter
+    private let processResidentMemory: Gauge
+    private let processOpenFDs: Gauge
+    /// The CPU seconds counted into `processCPUSeconds` so far (a counter only goes up by steps).
+    private let processCPUCounted = Mutex<Double>(0)
     private let factory: any MetricsFactory
 
     public static let compositionStates = ["STARTING", "ACTIVE", "STOPPING", "STOPPED", "FAILED"]
@@ -40,7 +46,6 @@ public final class ServerMetrics: Sendable {
         framesComposed = Counter(label: "stage_compositor_frames_composed_total", factory: factory)
         framesDropped = Counter(label: "stage_compositor_frames_dropped_total", factory: factory)
         frameWorkTime = Timer(label: "stage_compositor_frame_encode_seconds", factory: factory)
-        requests = Counter(label: "stage_compositor_api_requests_total", factory: factory)
         outputBytes = Dictionary(uniqueKeysWithValues: ["s3", "channel"].map { type in
             (type, Counter(label: "stage_compositor_output_bytes_total", dimensions: [("destination_type", type)], factory: factory))
         })
@@ -71,6 +76,30 @@ public final class ServerMetrics: Sendable {
         ingestPublishErrors = Dictionary(uniqueKeysWithValues: codes.map { code in
             (code, Counter(label: "stage_compositor_ingest_publish_errors_total", dimensions: [("code", code)], factory: factory))
         })
+        processCPUSeconds = FloatingPointCounter(label: "process_cpu_seconds_total", factory: factory)
+        processResidentMemory = Gauge(label: "process_resident_memory_bytes", factory: factory)
+        processOpenFDs = Gauge(label: "process_open_fds", factory: factory)
+        Gauge(label: "stage_compositor_build_info", dimensions: [("version", BuildInfo.version), ("commit", BuildInfo.commit)],
+              factory: factory).record(1)
+    }
+
+    /// One control-plane API request answered. `operation` is an APIOperation's name or
+    /// "unknown" and `status` one of the codes the server answers with: both fixed sets.
+    public func apiRequest(operation: String, status: Int) {
+        Counter(label: "stage_compositor_api_requests_total", dimensions: [("operation", operation), ("status", String(status))],
+                factory: factory).increment()
+    }
+
+    /// This process's CPU time, resident memory and open files (nil where /proc cannot be read).
+    public func recordProcess(_ stats: ProcessStats) {
+        let step = processCPUCounted.withLock { counted in
+            let step = max(0, stats.cpuSeconds - counted)
+            counted += step
+            return step
+        }
+        if step > 0 { processCPUSeconds.increment(by: step) }
+        processResidentMemory.record(stats.residentMemoryBytes)
+        processOpenFDs.record(stats.openFileDescriptors)
     }
 
     public func ingestRefused(code: String) { ingestRefused[code]?.increment() }
@@ -84,11 +113,7 @@ public final class ServerMetrics: Sendable {
 
     /// Per-WHIP-participant gauges, by participant ID (removed when the participant leaves).
     private let whipGauges = Mutex<[String: [String: Gauge]]>([:])
-    static let whipGaugeNames = ["packets_received", "packets_lost", "packets_recovered_by_nack", "nacks_sent", "plis_sent", "nack_round_trip_seconds", "audio_packets_too_late", "video_packets_too_late", "audio_reorder_wait_seconds", "unneeded_retransmissions",
-                                 "jitter_seconds", "bitrate_bps", "srtp_auth_failures", "undeclared_stream_packets", "video_width", "video_height",
-                                 "simulcast_layers", "simulcast_switches", "frames_of_other_layers",
-                                 "audio_capture_times", "video_capture_times", "srtp_streams_refused", "dtls_datagrams_dropped",
-                                 "latency_seconds", "latency_steps", "latency_stepped_seconds"]
+    static let whipGaugeNames = Array(whipGaugeHelp.keys)
 
     /// Records one WHIP participant's receive statistics.
     public func recordWHIP(participantId: String, values: [String: Double]) {
@@ -139,7 +164,7 @@ public final class CompositionMetrics: Sendable {
 
     public func record(laggedFrames: Int64) { lagged.record(laggedFrames) }
 
-    private static let deliveryLabels = ["stage_compositor_composition_dropped_packets",
+    static let deliveryLabels = ["stage_compositor_composition_dropped_packets",
                                          "stage_compositor_composition_late_video_frames",
                                          "stage_compositor_composition_audio_gap_seconds",
                                          "stage_compositor_composition_jitter_allowance_seconds",
