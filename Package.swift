@@ -231,7 +231,7 @@ let package = Package(
                                                         .product(name: "NIOPosix", package: "swift-nio"),
                                                         .product(name: "NIOHTTP1", package: "swift-nio")],
                 path: "Tests/HTTPTestSupport"),
-        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "TestSupport"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout", "MediaCore", "TestSupport"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "MediaCore"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MediaCore", "TestSupport"]),

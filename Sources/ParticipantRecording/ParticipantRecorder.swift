@@ -21,7 +21,7 @@ public import FFmpeg
 public import Foundation
 public import HLS
 public import Logging
-import MediaCore
+public import MediaCore
 public import Pipeline
 
 public struct ParticipantRecordingPlan: Sendable {
@@ -39,7 +39,7 @@ public struct ParticipantRecordingPlan: Sendable {
     /// Pictures beyond these are refused (skipped until the next good configuration).
     public var recordablePicture = RecordablePicture(maxPixels: DecoderLimits().maxPixels)
     /// How many new initialization sections configuration changes may cost.
-    public var changeBudget = ConfigurationChangePolicy.Budget.standard
+    public var changeBudget = ConfigurationChangePolicy.standardBudget
     /// The EVENT playlist is written at most once per this many µs of media.
     public var playlistWriteInterval: Int64 = 1_000_000
     /// Wall-clock time (ms since 1970) of media timestamp 0 (the stage clock's origin): the

@@ -14,7 +14,7 @@
 // - a configuration that cannot be recorded (RecordablePicture) is refused: that stream's media
 //   is dropped until a good configuration (and, for video, a keyframe) comes;
 // - the playlist is written at most once per interval of media time (PlaylistWriteSchedule).
-import MediaCore
+public import MediaCore
 
 /// The streams of a recording.
 public enum RecordedStream: Hashable, Sendable, CaseIterable {
@@ -55,20 +55,12 @@ public struct RecordablePicture: Sendable, Equatable {
 /// for free once every stream is configured (the owner holds media until then); every later
 /// one costs one unit of a budget: `burst` at once, one more every `interval`.
 public struct ConfigurationChangePolicy: Sendable {
-    public struct Budget: Sendable, Equatable {
-        /// New runs allowed at once (a simulcast publisher switching layers a few times).
-        public var burst: Int
-        /// One more allowed per this many µs, sustained.
-        public var interval: Int64
+    /// New runs allowed at once (a simulcast publisher switching layers a few times), then
+    /// one more per `interval` µs, sustained.
+    public typealias Budget = TokenBucket.Rate
 
-        public init(burst: Int, interval: Int64) {
-            self.burst = max(1, burst)
-            self.interval = max(1, interval)
-        }
-
-        /// Four at once, then one every 2 s.
-        public static let standard = Budget(burst: 4, interval: 2_000_000)
-    }
+    /// Four at once, then one every 2 s.
+    public static let standardBudget = Budget(burst: 4, interval: 2_000_000)
 
     /// A stream's configuration as the policy sees it.
     public enum Configuration: Equatable, Sendable {
@@ -131,9 +123,8 @@ public struct ConfigurationChangePolicy: Sendable {
     private var streams: [RecordedStream: Stream]
     /// A run started (or was tried): later ones cost budget.
     public private(set) var hasRun = false
-    /// Budget in µs of `interval`s, up to `burst` of them.
-    private var credit: Int64
-    private var creditTime: Int64?
+    /// What is left of the budget.
+    private var bucket: TokenBucket
     private var lastRefusalReport: Int64?
     private var lastDeferralReport: Int64?
     /// The streams whose configuration the last `.startRun` changed (blamed if it fails).
@@ -148,11 +139,11 @@ public struct ConfigurationChangePolicy: Sendable {
     /// Packets dropped for a refused configuration or a deferred change.
     public private(set) var droppedPackets = 0
 
-    public init(streams: Set<RecordedStream>, budget: Budget = .standard, reportInterval: Int64 = 10_000_000) {
+    public init(streams: Set<RecordedStream>, budget: Budget = standardBudget, reportInterval: Int64 = 10_000_000) {
         self.budget = budget
         self.reportInterval = reportInterval
         self.streams = Dictionary(uniqueKeysWithValues: streams.map { ($0, Stream(latest: nil, recorded: nil, awaitsKeyframe: $0 == .video)) })
-        credit = Int64(budget.burst) * budget.interval
+        bucket = TokenBucket(rate: budget)
     }
 
     /// Every stream has a configuration (recordable or refused): the first run may start.
@@ -208,12 +199,12 @@ public struct ConfigurationChangePolicy: Sendable {
                 droppedPackets += 1
                 return .drop(.changeDeferred)
             }
-            guard spend(at: time) else {
+            guard bucket.take(at: time) else {
                 droppedPackets += 1
                 let report = lastDeferralReport.map { time - $0 >= reportInterval || time < $0 } ?? true
                 guard report else { return .drop(.changeDeferred) }
                 lastDeferralReport = time
-                return .deferChange(until: time + budget.interval - credit)
+                return .deferChange(until: time &+ bucket.waitForToken)
             }
             runsForChanges += 1
             changedByLastStart = []
@@ -269,18 +260,6 @@ public struct ConfigurationChangePolicy: Sendable {
         }
     }
 
-    /// Takes one run from the budget if it has one at `time`.
-    private mutating func spend(at time: Int64) -> Bool {
-        let capacity = Int64(budget.burst) * budget.interval
-        if let creditTime, time > creditTime {
-            credit = min(capacity, credit + min(time - creditTime, capacity))
-        }
-        // The clock only moves forward here: a step back earns nothing.
-        creditTime = max(creditTime ?? time, time)
-        guard credit >= budget.interval else { return false }
-        credit -= budget.interval
-        return true
-    }
 }
 
 /// When the EVENT playlist is rewritten: at most once per `interval` of media time, so a

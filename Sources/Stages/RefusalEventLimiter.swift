@@ -7,36 +7,22 @@
 // token. The first refusals of a real publisher with a mistyped key still show at once.
 //
 // Sans-I/O with explicit time (µs), and bounded: at most `maxKeys` buckets are kept; when
-// full, buckets that refilled (the same as none) go first, then the least recently used.
+// full, buckets that refilled (the same as none) go first, then the emptiest.
+
+public import MediaCore
 
 public struct RefusalEventLimiter: Sendable {
-    public struct Rate: Sendable, Equatable {
-        /// Events at once.
-        public var burst: Int
-        /// Then one more each this many microseconds.
-        public var interval: Int64
-
-        public init(burst: Int, interval: Int64) {
-            self.burst = max(1, burst)
-            self.interval = max(1, interval)
-        }
-    }
+    public typealias Rate = TokenBucket.Rate
 
     /// Per participant (stage and participant ID): 3 at once, then one a minute.
     public static let perParticipant = Rate(burst: 3, interval: 60_000_000)
     /// Per remote address: 10 at once, then one each 10 s.
     public static let perAddress = Rate(burst: 10, interval: 10_000_000)
 
-    private struct Bucket {
-        /// Tokens times `interval`, so refilling is exact integer arithmetic.
-        var credit: Int64
-        var updated: Int64
-    }
-
     private let participantRate: Rate
     private let addressRate: Rate
     private let maxKeys: Int
-    private var buckets: [String: Bucket] = [:]
+    private var buckets: [String: TokenBucket] = [:]
 
     public init(participant: Rate = Self.perParticipant, address: Rate = Self.perAddress, maxKeys: Int = 4096) {
         participantRate = participant
@@ -51,40 +37,26 @@ public struct RefusalEventLimiter: Sendable {
     /// unknown) at `now`: true when it becomes an event. Either way it is counted by the caller.
     public mutating func admitEvent(participant: String, address: String?, at now: Int64) -> Bool {
         let keys = [("p:" + participant, participantRate)] + (address.map { [("a:" + $0, addressRate)] } ?? [])
-        var refilled: [(String, Bucket, Rate)] = []
-        for (key, rate) in keys {
-            refilled.append((key, refill(buckets[key], rate: rate, at: now), rate))
+        var refilled: [(String, TokenBucket)] = keys.map { key, rate in
+            var bucket = buckets[key] ?? TokenBucket(rate: rate)
+            bucket.refill(at: now)
+            return (key, bucket)
         }
-        let allowed = refilled.allSatisfy { $0.1.credit >= $0.2.interval }
-        for (key, bucket, rate) in refilled {
-            var bucket = bucket
-            if allowed { bucket.credit &-= rate.interval }
-            store(key, bucket, rate: rate, at: now)
+        // One event takes a token from every bucket, or from none.
+        let allowed = refilled.allSatisfy { $0.1.hasToken }
+        if allowed { for index in refilled.indices { refilled[index].1.consume() } }
+        for (key, bucket) in refilled {
+            if buckets[key] == nil && buckets.count >= maxKeys { evict(at: now) }
+            buckets[key] = bucket
         }
         return allowed
     }
 
-    private func refill(_ bucket: Bucket?, rate: Rate, at now: Int64) -> Bucket {
-        let full = Int64(rate.burst) &* rate.interval
-        guard let bucket else { return Bucket(credit: full, updated: now) }
-        let elapsed = max(0, now &- bucket.updated)
-        return Bucket(credit: min(full, bucket.credit &+ min(elapsed, full)), updated: now)
-    }
-
-    private mutating func store(_ key: String, _ bucket: Bucket, rate _: Rate, at now: Int64) {
-        if buckets[key] == nil && buckets.count >= maxKeys { evict(at: now) }
-        buckets[key] = bucket
-    }
-
     /// Makes room for one bucket: every bucket that has refilled by now is dropped (keeping
-    /// one is the same as keeping none); if none has, the least recently used one.
+    /// one is the same as keeping none); if none has, the emptiest (the one an attacker spent most).
     private mutating func evict(at now: Int64) {
-        let participantFull = Int64(participantRate.burst) &* participantRate.interval
-        let addressFull = Int64(addressRate.burst) &* addressRate.interval
-        buckets = buckets.filter { key, bucket in
-            bucket.credit &+ max(0, now &- bucket.updated) < (key.hasPrefix("p:") ? participantFull : addressFull)
-        }
-        if buckets.count >= maxKeys, let oldest = buckets.min(by: { $0.value.updated < $1.value.updated })?.key {
+        buckets = buckets.filter { !$0.value.isFull(at: now) }
+        if buckets.count >= maxKeys, let oldest = buckets.min(by: { $0.value.credit < $1.value.credit })?.key {
             buckets[oldest] = nil
         }
     }

@@ -10,7 +10,7 @@ struct ConfigurationChangePolicyTests {
     typealias Policy = ConfigurationChangePolicy
 
     /// A policy for audio and video, both configured and in their first run.
-    static func running(budget: Policy.Budget = .standard) -> Policy {
+    static func running(budget: Policy.Budget = Policy.standardBudget) -> Policy {
         var policy = Policy(streams: [.video, .audio], budget: budget)
         _ = policy.configured(.video, .recordable(key: "v0"), at: 0)
         _ = policy.configured(.audio, .recordable(key: "a0"), at: 0)
