@@ -176,8 +176,9 @@ struct WebhookLoopbackTests {
             #expect(await eventually { server.received.count == 1 })
             shutdownStarted = ContinuousClock.now
         }
-        // 300 ms of flush, not the 30 s request timeout (the margin is for a loaded machine).
-        #expect(ContinuousClock.now - shutdownStarted < .seconds(10))
+        // 300 ms of flush, not the 30 s request timeout. The margin is for a loaded machine: a
+        // clean-clone make test with other builds beside it took 11.6 s here.
+        #expect(ContinuousClock.now - shutdownStarted < .seconds(20))
         try await server.close()
         #expect(sink.statistics.abandoned == 3)
         #expect(sink.statistics.delivered == 0)
