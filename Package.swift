@@ -49,6 +49,9 @@ let package = Package(
             linkerSettings: ["avformat", "avcodec", "swscale", "swresample", "avutil"].map { .linkedLibrary($0) }
         ),
 
+        // The commit the Makefile stamps into a build (BuildInfo.commit); "unknown" otherwise.
+        .target(name: "CBuildInfo"),
+
         // Pure modules: Foundation and MediaCore only.
         .target(name: "MediaCore", swiftSettings: strict),
         .target(name: "Layout", dependencies: ["MediaCore"], swiftSettings: strict),
@@ -88,7 +91,7 @@ let package = Package(
         // Media pipeline and outputs.
         .target(
             name: "Pipeline",
-            dependencies: ["FFmpeg", "MediaCore", "Layout", "Stages",
+            dependencies: ["FFmpeg", "MediaCore", "Layout", "Stages", "LiveStage",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -102,7 +105,7 @@ let package = Package(
         // Live stages: publishers on the stage now, their media fanned out to compositions.
         .target(
             name: "LiveStage",
-            dependencies: ["FFmpeg", "MediaCore", "Pipeline", "Layout", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["MediaCore"],
             swiftSettings: strict
         ),
         // Pure RTMP: handshake, chunk stream, AMF0, the publish conversation, FLV tags.
@@ -125,7 +128,7 @@ let package = Package(
         // each session feeding its LivePublisher.
         .target(
             name: "WebRTCIngest",
-            dependencies: ["WebRTCSignal", "WebRTCMedia", "WebRTCPublisher", "WebRTCSecurity", "IngestServer", "LiveStage", "FFmpeg",
+            dependencies: ["WebRTCSignal", "WebRTCMedia", "WebRTCPublisher", "WebRTCSecurity", "LiveStage",
                            "MediaCore",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "NIOCore", package: "swift-nio"),
@@ -155,7 +158,7 @@ let package = Package(
         // RTMP/RTMPS ingest on SwiftNIO: the pure RTMP core behind a thin connection shell.
         .target(
             name: "IngestServer",
-            dependencies: ["RTMP", "LiveStage", "FFmpeg", "MediaCore",
+            dependencies: ["RTMP", "LiveStage", "MediaCore",
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -198,6 +201,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: ["APIModels", "Persistence", "PostgresStore", "Fleet", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
+                           "CBuildInfo",
                            "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg", "ParticipantRecording",
                            .product(name: "Hummingbird", package: "hummingbird"),

@@ -5,6 +5,7 @@
 
 import Foundation
 import FFmpeg
+import MediaCore
 
 final class ChannelPacketQueue: @unchecked Sendable {
     struct Item {

@@ -7,7 +7,7 @@
 public import Foundation
 public import FFmpeg
 public import HLS
-import MediaCore
+public import MediaCore
 public import Pipeline
 public import Logging
 

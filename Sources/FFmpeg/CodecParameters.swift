@@ -3,18 +3,9 @@
 // AVCDecoderConfigurationRecord, AAC AudioSpecificConfig ...), where no demuxer exists.
 internal import CFFmpeg
 internal import CFFmpegShim
+public import MediaCore
 
-/// The compressed formats live ingest hands to decoders.
-public enum CompressedCodec: String, Sendable, Equatable, CaseIterable {
-    case h264, hevc, av1, vp8, vp9, aac, mp3, opus
-
-    public var mediaType: MediaType {
-        switch self {
-        case .h264, .hevc, .av1, .vp8, .vp9: .video
-        case .aac, .mp3, .opus: .audio
-        }
-    }
-
+extension CompressedCodec {
     var id: AVCodecID {
         switch self {
         case .h264: AV_CODEC_ID_H264
@@ -30,28 +21,6 @@ public enum CompressedCodec: String, Sendable, Equatable, CaseIterable {
 
     /// Whether this FFmpeg build can decode it (Debian's has all of them; others may not).
     public var isDecodable: Bool { avcodec_find_decoder(id) != nil }
-}
-
-/// A live stream's codec setup: the codec, its configuration record (extradata, in the
-/// ISO-BMFF form RTMP carries: avcC, hvcC, av1C, AudioSpecificConfig) and what the
-/// publisher announced about the picture or sound (0 when unknown).
-public struct CodecConfiguration: Sendable, Equatable {
-    public var codec: CompressedCodec
-    public var extradata: [UInt8]
-    public var width: Int
-    public var height: Int
-    public var sampleRate: Int
-    public var channelCount: Int
-
-    public init(codec: CompressedCodec, extradata: [UInt8] = [], width: Int = 0, height: Int = 0,
-                sampleRate: Int = 0, channelCount: Int = 0) {
-        self.codec = codec
-        self.extradata = extradata
-        self.width = width
-        self.height = height
-        self.sampleRate = sampleRate
-        self.channelCount = channelCount
-    }
 }
 
 /// An owned AVCodecParameters (freed once in `deinit`).

@@ -3,8 +3,6 @@ internal import CFFmpegShim
 public import MediaCore
 import Foundation
 
-public enum MediaType: Sendable, Equatable { case video, audio, other }
-
 /// What the demuxer knows about one stream before decoding.
 public struct StreamInfo: Sendable, Equatable {
     public var index: Int

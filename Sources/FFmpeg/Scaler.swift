@@ -1,20 +1,6 @@
 internal import CFFmpeg
 internal import CFFmpegShim
-
-/// A pixel rectangle (source crop or destination area).
-public struct PixelRect: Equatable, Sendable {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-}
+public import MediaCore
 
 /// Pointers into a YUV 4:2:0 picture, for drawing (fills, camera-off tiles).
 public struct YUVPlanes {
@@ -38,7 +24,7 @@ extension Frame {
     }
 
     /// Fills a rectangle of a YUV420P frame with one colour (x, y, width, height even).
-    public func fill(_ rect: PixelRect, y: UInt8, u: UInt8, v: UInt8) {
+    public func fill(_ rect: Rect, y: UInt8, u: UInt8, v: UInt8) {
         let planes = yuvPlanes
         guard rect.width > 0, rect.height > 0 else { return }
         for row in rect.y..<(rect.y + rect.height) {
@@ -108,7 +94,7 @@ public final class TileScaler {
 
     /// Scales `source` cropped to `crop` into `destination` of `canvas` (YUV420P).
     /// Crop and destination are clamped to even coordinates by the caller.
-    public func scale(_ source: Frame, crop: PixelRect, into canvas: Frame, destination: PixelRect) throws(FFmpegError) {
+    public func scale(_ source: Frame, crop: Rect, into canvas: Frame, destination: Rect) throws(FFmpegError) {
         let src = source.pointer.pointee
         let format = AVPixelFormat(rawValue: src.format)
         guard let descriptor = av_pix_fmt_desc_get(format) else {

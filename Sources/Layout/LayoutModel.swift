@@ -1,46 +1,6 @@
 // The contract between the compositor and the layout engines: who is on stage in, tiles out.
 
-/// An axis-aligned rectangle in canvas pixels. Layout engines only produce even values
-/// (YUV 4:2:0 chroma is subsampled by two in both directions).
-public struct Rect: Hashable, Sendable, CustomStringConvertible {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-
-    public var maxX: Int { x + width }
-    public var maxY: Int { y + height }
-    public var area: Int { width * height }
-    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
-
-    public func intersects(_ other: Rect) -> Bool {
-        x < other.maxX && other.x < maxX && y < other.maxY && other.y < maxY
-    }
-
-    public func contains(_ other: Rect) -> Bool {
-        other.x >= x && other.y >= y && other.maxX <= maxX && other.maxY <= maxY
-    }
-}
-
-/// A pixel size (canvas or video).
-public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
-    public var width: Int
-    public var height: Int
-
-    public init(width: Int, height: Int) {
-        self.width = width
-        self.height = height
-    }
-
-    public var description: String { "\(width)x\(height)" }
-}
+public import MediaCore
 
 /// How a video is fitted into its tile (IVS `videoFillMode`).
 public enum VideoFillMode: String, Codable, Sendable, CaseIterable {

@@ -3,7 +3,7 @@
 // bounded in packets and bytes; a consumer that falls too far behind loses the stale media
 // and resumes at the next keyframe, and never slows the publisher or other compositions.
 
-public import FFmpeg
+public import MediaCore
 import Dispatch
 import Synchronization
 

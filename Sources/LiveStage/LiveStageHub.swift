@@ -9,7 +9,6 @@
 // Locks are taken in one order only: hub → publisher → queue, and hub → subscription. A
 // publisher's push takes its own lock and its queues' locks, never the hub's.
 
-public import FFmpeg
 import Foundation
 public import MediaCore
 import Synchronization

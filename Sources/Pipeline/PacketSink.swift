@@ -1,6 +1,7 @@
 // Outputs of a composition (HLS recording, RTMP channel). One encode feeds every sink.
 
 public import FFmpeg
+public import MediaCore
 
 public protocol PacketSink: AnyObject {
     /// A name for logs and errors ("s3 destination abc").

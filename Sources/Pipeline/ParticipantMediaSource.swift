@@ -4,8 +4,8 @@
 // clock), so recorded and live publishers share one media path.
 
 public import FFmpeg
-public import Layout
-import MediaCore
+import Layout
+public import MediaCore
 
 /// What one `read` produced.
 public enum MediaSourceRead: Equatable {

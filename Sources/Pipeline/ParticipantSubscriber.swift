@@ -8,7 +8,7 @@
 public import FFmpeg
 public import Logging
 public import MediaCore
-public import Layout
+import Layout
 
 public final class ParticipantSubscriber {
     public let participantId: String

@@ -1,6 +1,7 @@
 // Where a video goes inside its tile: a source crop and a destination rectangle, both even,
 // for each fill mode. Pure, so it is tested exhaustively without FFmpeg.
 public import Layout
+public import MediaCore
 
 public struct TilePlacement: Equatable, Sendable {
     /// Part of the source picture to use.

@@ -9,6 +9,7 @@ import Dispatch
 public import FFmpeg
 public import Layout
 public import Logging
+public import MediaCore
 
 public final class VideoCompositor {
     public let canvas: Frame
@@ -142,7 +143,7 @@ public final class VideoCompositor {
         if !reuseUnchangedTiles { backgroundDrawn = false }
         if !backgroundDrawn {
             // A new layout: background once, then every tile.
-            canvas.fill(PixelRect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
+            canvas.fill(Rect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
             drawn.removeAll(keepingCapacity: true)
             drawn.append(contentsOf: repeatElement(nil, count: tiles.count))
             backgroundDrawn = true
@@ -172,15 +173,15 @@ public final class VideoCompositor {
                 continue
             }
             if placement.destination != tile.rect && (coveredByRedraw || drawn[index]?.placement != placement) {
-                let rect = PixelRect(x: tile.rect.x, y: tile.rect.y, width: tile.rect.width, height: tile.rect.height)
+                let rect = Rect(x: tile.rect.x, y: tile.rect.y, width: tile.rect.width, height: tile.rect.height)
                 canvas.fill(rect, y: 16, u: 128, v: 128)
             }
             let scaler = scalers[tile.participantId] ?? makeScaler(for: tile.participantId)
             do {
                 try scaler.scale(subscriber.current,
-                                 crop: PixelRect(x: placement.crop.x, y: placement.crop.y, width: placement.crop.width, height: placement.crop.height),
+                                 crop: Rect(x: placement.crop.x, y: placement.crop.y, width: placement.crop.width, height: placement.crop.height),
                                  into: canvas,
-                                 destination: PixelRect(x: placement.destination.x, y: placement.destination.y,
+                                 destination: Rect(x: placement.destination.x, y: placement.destination.y,
                                                         width: placement.destination.width, height: placement.destination.height))
                 tilesScaled += 1
                 drawn[index] = DrawnTile(subscriber: subscriber, generation: subscriber.videoGeneration, placement: placement, pass: pass)

@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import Layout
+import MediaCore
 
 struct LayoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

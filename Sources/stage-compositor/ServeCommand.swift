@@ -16,8 +16,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "Configuration file (JSON); see `stage-compositor config check --help`.",
-        discussion: "Without it: the API and ingest on loopback, state in $XDG_STATE_HOME/stage-compositor (or "
-            + "./stage-compositor-state), a local bucket \"recordings\" there, and the bundled recorded stages."))
+        discussion: "Without it: the API and ingest on loopback, state in $STATE_DIRECTORY (systemd), else "
+            + "$XDG_STATE_HOME/stage-compositor, else ~/.local/state/stage-compositor, a local bucket \"recordings\" there, and the bundled recorded stages."))
     var config: String?
 
     @Option(name: .customLong("listen"), help: ArgumentHelp(

@@ -1,6 +1,7 @@
 @testable import Destinations
 import FFmpeg
 import Testing
+import MediaCore
 
 @Suite struct ChannelPacketQueueTests {
     func packet(pts: Int64, keyframe: Bool = false) -> Packet {

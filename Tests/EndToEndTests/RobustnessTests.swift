@@ -4,6 +4,7 @@
 import Foundation
 import Layout
 import Testing
+import MediaCore
 
 extension EdgeCase {
     /// Whether the edge participant's picture should show their colour throughout.

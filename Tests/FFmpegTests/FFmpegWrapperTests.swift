@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 @testable import FFmpeg
+import MediaCore
 
 @Suite struct FFmpegWrapperTests {
     private func paint(_ frame: Frame, y: UInt8) {
-        frame.fill(PixelRect(x: 0, y: 0, width: frame.width, height: frame.height), y: y, u: 128, v: 128)
+        frame.fill(Rect(x: 0, y: 0, width: frame.width, height: frame.height), y: y, u: 128, v: 128)
     }
 
     /// swscale's SIMD writes whole vectors past the destination width: the scaler must put
@@ -15,8 +16,8 @@ import Testing
         paint(canvas, y: 200)
         let source = try Frame(yuv420Width: 36, height: 20)
         paint(source, y: 50)
-        let destination = PixelRect(x: x, y: y, width: width, height: height)
-        try TileScaler().scale(source, crop: PixelRect(x: 0, y: 0, width: 36, height: 20), into: canvas, destination: destination)
+        let destination = Rect(x: x, y: y, width: width, height: height)
+        try TileScaler().scale(source, crop: Rect(x: 0, y: 0, width: 36, height: 20), into: canvas, destination: destination)
         var outside = 0, inside = 0
         for row in 0..<64 {
             for column in 0..<128 {
@@ -34,12 +35,12 @@ import Testing
     @Test(arguments: [(64, 64), (16, 16), (64, 16)])
     func cropSelectsTheSourcePixels(width: Int, height: Int) throws {
         let source = try Frame(yuv420Width: 64, height: 32)
-        source.fill(PixelRect(x: 0, y: 0, width: 32, height: 32), y: 50, u: 100, v: 100)
-        source.fill(PixelRect(x: 32, y: 0, width: 32, height: 32), y: 150, u: 160, v: 170)
+        source.fill(Rect(x: 0, y: 0, width: 32, height: 32), y: 50, u: 100, v: 100)
+        source.fill(Rect(x: 32, y: 0, width: 32, height: 32), y: 150, u: 160, v: 170)
         let canvas = try Frame(yuv420Width: 128, height: 96)
         paint(canvas, y: 200)
-        let destination = PixelRect(x: 10, y: 4, width: width, height: height)
-        try TileScaler().scale(source, crop: PixelRect(x: 32, y: 0, width: 32, height: 32), into: canvas, destination: destination)
+        let destination = Rect(x: 10, y: 4, width: width, height: height)
+        try TileScaler().scale(source, crop: Rect(x: 32, y: 0, width: 32, height: 32), into: canvas, destination: destination)
         var wrong: [String] = []
         for row in stride(from: destination.y, to: destination.y + height, by: 1) {
             for column in stride(from: destination.x, to: destination.x + width, by: 1) {
@@ -72,8 +73,8 @@ import Testing
             for column in 0..<sourceWidth { planes.y[row * planes.yStride + column] = wave[vertical ? row : column] }
         }
         let canvas = try Frame(yuv420Width: tileWidth, height: tileHeight)
-        try TileScaler().scale(source, crop: PixelRect(x: 0, y: 0, width: sourceWidth, height: sourceHeight),
-                               into: canvas, destination: PixelRect(x: 0, y: 0, width: tileWidth, height: tileHeight))
+        try TileScaler().scale(source, crop: Rect(x: 0, y: 0, width: sourceWidth, height: sourceHeight),
+                               into: canvas, destination: Rect(x: 0, y: 0, width: tileWidth, height: tileHeight))
         // Least squares of the tile's mean profile against cos and sin at the source's phases.
         var profile = [Double](repeating: 0, count: outAlong)
         for row in 0..<tileHeight {

@@ -1,6 +1,7 @@
 import Testing
 import TestSupport
 @testable import Layout
+import MediaCore
 
 /// Random stages, configurations and canvases (seeded, so failures reproduce) checked
 /// against the rules every layout must keep.

@@ -1,5 +1,6 @@
 import Testing
 @testable import Layout
+import MediaCore
 
 @Suite struct PipLayoutTests {
     static let pipFlag = ["isPip": "true"]

@@ -1,6 +1,7 @@
 import Testing
 import TestSupport
 @testable import Layout
+import MediaCore
 
 /// A YUV 4:2:0 frame owned by the test, with a sentinel-filled margin to catch overdraw.
 final class TestFrame {

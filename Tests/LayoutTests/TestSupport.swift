@@ -1,4 +1,5 @@
 @testable import Layout
+import MediaCore
 
 
 func participant(_ number: Int, video: VideoState = .publishing(PixelSize(width: 1280, height: 720)),

@@ -3,6 +3,7 @@
 import Layout
 @testable import Pipeline
 import Testing
+import MediaCore
 
 private let sources: [PixelSize] = [
     PixelSize(width: 320, height: 180), PixelSize(width: 1920, height: 1080), PixelSize(width: 180, height: 320),

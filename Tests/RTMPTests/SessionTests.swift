@@ -3,6 +3,7 @@
 @testable import RTMP
 import TestSupport
 import Testing
+import MediaCore
 
 /// A session and our publisher, already past the handshake.
 struct Conversation {

@@ -1,6 +1,7 @@
 // The metrics the router test cannot make appear (per composition, per WHIP participant) are
 // documented too; /proc/self is parsed right.
 import LiveStage
+import Pipeline
 import Prometheus
 @testable import Server
 import XCTest

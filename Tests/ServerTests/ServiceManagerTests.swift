@@ -119,7 +119,7 @@ final class DatagramListener {
         return path
     }
 
-    @Test func stateUnderXDGStateHomeOrTheWorkingDirectoryAndABucketInside() throws {
+    @Test func stateOutsideTheCheckoutAndABucketInside() throws {
         let cwd = try folder()
         let plain = ServerConfiguration.embeddedDefaults(.init(environment: [:], workingDirectory: cwd, executablePath: "/x/bin/sc"))
         #expect(plain.stateDirectory == cwd + "/stage-compositor-state")
@@ -132,6 +132,13 @@ final class DatagramListener {
                                                              executablePath: "/x/bin/sc"))
         #expect(xdg.stateDirectory == cwd + "/st/stage-compositor")
         #expect(xdg.buckets["recordings"] == .directory(cwd + "/st/stage-compositor/buckets/recordings"))
+        let home = ServerConfiguration.embeddedDefaults(.init(environment: ["HOME": "/home/op"], workingDirectory: cwd,
+                                                              executablePath: "/x/bin/sc"))
+        #expect(home.stateDirectory == "/home/op/.local/state/stage-compositor")
+        let systemd = ServerConfiguration.embeddedDefaults(.init(environment: ["STATE_DIRECTORY": "/var/lib/sc:/var/lib/other",
+                                                                               "XDG_STATE_HOME": "st", "HOME": "/home/op"],
+                                                                 workingDirectory: cwd, executablePath: "/x/bin/sc"))
+        #expect(systemd.stateDirectory == "/var/lib/sc")
     }
 
     @Test func bundledStagesAreTheFixturesOrTheInstalledShare() throws {

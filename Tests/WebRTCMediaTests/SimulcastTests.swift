@@ -8,7 +8,7 @@ import TestSupport
 private let sps640x360 = hex("67 42 c0 1e d9 00 a0 2f f9 70 11 00 00 03 00 01 00 00 03 00 3c 0f 16 2e 48")
 private let sps320x180 = hex("67 42 c0 0d d9 01 41 9f 9f 01 10 00 00 03 00 10 00 00 03 03 c0 f1 42 a4 80")
 
-private func frame(_ codec: MediaCodec, _ data: [UInt8], keyframe: Bool = true) -> EncodedFrame {
+private func frame(_ codec: WebRTCCodec, _ data: [UInt8], keyframe: Bool = true) -> EncodedFrame {
     EncodedFrame(codec: codec, timestamp: 0, data: data, isKeyframe: keyframe, isComplete: true, followsLoss: false,
                  firstSequence: 0, lastSequence: 0)
 }

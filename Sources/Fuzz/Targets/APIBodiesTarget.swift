@@ -10,6 +10,7 @@ import APIModels
 import Foundation
 import Layout
 import Stages
+import MediaCore
 
 enum APIBodiesTarget {
     static func run(_ input: [UInt8]) -> FuzzReach {

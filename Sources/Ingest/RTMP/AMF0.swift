@@ -2,6 +2,8 @@
 // (one marker byte, then the value). The decoder works on untrusted bytes, so every
 // container and string is checked against explicit limits before anything is allocated.
 
+import MediaCore
+
 /// One AMF0 value. Objects and ECMA arrays keep their properties in wire order.
 public indirect enum AMF0Value: Equatable, Sendable {
     case number(Double)

@@ -4,6 +4,8 @@
 // as they arrive and hands back whole messages; its memory is bounded by
 // `RTMPChunkLimits` whatever a peer sends.
 
+import MediaCore
+
 /// One reassembled RTMP message.
 public struct RTMPMessage: Sendable, Equatable {
     public var chunkStreamID: UInt32

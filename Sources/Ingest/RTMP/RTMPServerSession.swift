@@ -11,6 +11,8 @@
 // The owner (the NIO shell) writes `.send` bytes, asks its authorizer about
 // `.publishRequested`, forwards `.media`/`.metadata`, and closes the connection on `.close`.
 
+import MediaCore
+
 /// What the owner does next, in order.
 public enum RTMPSessionAction: Equatable, Sendable {
     /// Write these bytes to the peer.

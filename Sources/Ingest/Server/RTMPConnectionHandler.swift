@@ -7,7 +7,8 @@
 
 import Crypto
 import Foundation
-internal import LiveStage
+public import LiveStage
+public import MediaCore
 public import Logging
 public import NIOCore
 public import RTMP
@@ -22,14 +23,18 @@ public struct RTMPConnectionPolicy: Sendable {
     public var maxBitrate: Int64
     /// Messages per second (in any one second, and averaged over 5 s) above which it is.
     public var messageRate: MessageRateLimit
+    /// The codecs the compositions can decode (the daemon passes what its FFmpeg has).
+    public var decodableCodecs: Set<CompressedCodec>
 
     /// An ingest server takes messages up to 8 MiB: a 1080p keyframe at the maximum bitrate
     /// is well under that.
     public static let defaultLimits = RTMPSessionLimits(chunk: RTMPChunkLimits(maxMessageLength: 8 << 20))
 
     public init(limits: RTMPSessionLimits = RTMPConnectionPolicy.defaultLimits, publishDeadline: TimeAmount = .seconds(10),
-                maxBitrate: Int64 = 8_500_000, messageRate: MessageRateLimit = MessageRateLimit()) {
+                maxBitrate: Int64 = 8_500_000, messageRate: MessageRateLimit = MessageRateLimit(),
+                decodableCodecs: Set<CompressedCodec> = Set(CompressedCodec.allCases)) {
         self.messageRate = messageRate
+        self.decodableCodecs = decodableCodecs
         self.limits = limits
         self.publishDeadline = publishDeadline
         self.maxBitrate = maxBitrate
@@ -50,7 +55,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
 
     private var session: RTMPServerSession
     private var phase = Phase.negotiating
-    private var forwarder = RTMPMediaForwarder()
+    private var forwarder: RTMPMediaForwarder
     private var bitrate = BitrateWindow()
     private var messageRate: MessageRateLimit
     private var messagesCounted: Int64 = 0
@@ -69,6 +74,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         self.admission = admission
         self.policy = policy
         messageRate = policy.messageRate
+        forwarder = RTMPMediaForwarder(decodable: policy.decodableCodecs)
         self.clock = clock
         self.registry = registry
         self.logger = logger
@@ -255,11 +261,6 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
             break
         }
     }
-}
-
-/// "Now" for rate measurements, from the daemon's stage clock.
-public protocol MediaClockReading: Sendable {
-    func nowMicroseconds() -> Int64
 }
 
 /// The open connections, so a graceful shutdown can close them all.

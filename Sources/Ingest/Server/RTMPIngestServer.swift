@@ -6,6 +6,7 @@
 //                                                         ▼
 //                                                   LivePublisher (LiveStage)
 
+public import LiveStage
 public import Logging
 public import NIOCore
 public import NIOPosix

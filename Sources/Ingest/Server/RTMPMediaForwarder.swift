@@ -2,8 +2,8 @@
 // configuration record, which timestamps. Pure apart from the publisher it feeds, so every
 // case (legacy and Enhanced RTMP, B-frames, codec changes, garbage) is a unit test.
 
-public import FFmpeg
 public import LiveStage
+public import MediaCore
 public import RTMP
 
 /// What the connection must do after forwarding one message.
@@ -30,7 +30,13 @@ public struct RTMPMediaForwarder: Sendable {
     public static let maxCompositionOffsetMs: Int32 = 5_000
     public private(set) var compositionOffsetsClamped = 0
 
-    public init() {}
+    /// The codecs the compositions can decode (the daemon asks FFmpeg); a setup in any other
+    /// is refused at once, not discovered by every composition's decoder.
+    public let decodable: Set<CompressedCodec>
+
+    public init(decodable: Set<CompressedCodec> = Set(CompressedCodec.allCases)) {
+        self.decodable = decodable
+    }
 
     /// Parses one audio (8) or video (9) message and hands its content to `publisher`.
     /// `timestamp` is the message's unwrapped RTMP timestamp (ms).
@@ -53,7 +59,7 @@ public struct RTMPMediaForwarder: Sendable {
         guard !overflow else { return .reject(.invalidInput, reason: "timestamp \(message.timestamp) ms out of range") }
         switch packet {
         case .videoConfig(let codec, let record):
-            guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
+            guard let compressed = Self.codec(for: codec), decodable.contains(compressed) else {
                 return .reject(.invalidVideoCodec, reason: "video codec \(codec) cannot be decoded")
             }
             var setup = CodecConfiguration(codec: compressed, extradata: record)
@@ -78,7 +84,7 @@ public struct RTMPMediaForwarder: Sendable {
                            isKeyframe: isKeyframe)
             return .forwarded
         case .audioConfig(let codec, let config):
-            guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
+            guard let compressed = Self.codec(for: codec), decodable.contains(compressed) else {
                 return .reject(.invalidAudioCodec, reason: "audio codec \(codec) cannot be decoded")
             }
             var setup = CodecConfiguration(codec: compressed, extradata: config)
@@ -92,7 +98,7 @@ public struct RTMPMediaForwarder: Sendable {
             }
             return .forwarded
         case .audioFrame(let codec, let data, let sampleRate, let channels):
-            guard let compressed = Self.codec(for: codec), compressed.isDecodable else {
+            guard let compressed = Self.codec(for: codec), decodable.contains(compressed) else {
                 return .reject(.invalidAudioCodec, reason: "audio codec \(codec) cannot be decoded")
             }
             if audioSetup?.codec != compressed {
@@ -129,40 +135,6 @@ public struct RTMPMediaForwarder: Sendable {
         case .mp3: .mp3
         }
     }
-}
-
-/// Bytes received per second over a sliding window of whole seconds, to hold publishers to
-/// the maximum bitrate without punishing a single large keyframe.
-public struct BitrateWindow: Sendable {
-    public let seconds: Int
-    private var buckets: [Int64]
-    private var currentSecond: Int64?
-
-    public init(seconds: Int = 5) {
-        self.seconds = seconds
-        buckets = Array(repeating: 0, count: seconds)
-    }
-
-    /// Adds `bytes` at `now` (µs); returns the average bitrate (bits/s) over the window once
-    /// a whole window has been seen, else nil.
-    public mutating func add(_ bytes: Int, now: Int64) -> Int64? {
-        let second = now / 1_000_000
-        if let current = currentSecond {
-            if second > current {
-                for step in 1...min(Int(second - current), seconds) {
-                    buckets[Int((current + Int64(step)) % Int64(seconds))] = 0
-                }
-            }
-        } else {
-            startSecond = second
-        }
-        currentSecond = max(currentSecond ?? second, second)
-        buckets[Int(second % Int64(seconds))] += Int64(bytes)
-        guard let startSecond, second - startSecond >= Int64(seconds) else { return nil }
-        return buckets.reduce(0, +) * 8 / Int64(seconds)
-    }
-
-    private var startSecond: Int64?
 }
 
 /// Messages per second a connection may send: an encoder sends tens (video frames, audio

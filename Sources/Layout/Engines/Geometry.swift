@@ -1,6 +1,8 @@
 // Small pure geometry helpers shared by the engines. Everything is integer pixels and every
 // value that reaches a Tile is even (YUV 4:2:0 subsamples chroma by two on both axes).
 
+public import MediaCore
+
 /// The smallest tile edge an engine produces. Canvases too small to give every participant
 /// this much get overlapping minimum tiles rather than dropped participants.
 let minimumTileEdge = 2

@@ -1,6 +1,9 @@
 /// IVS grid layout: equal tiles of one aspect (`videoAspectRatio`) in the rows x columns
 /// that make them largest, an optional featured slot with a strip of the others, and the
 /// stopped-video and ordering rules. See docs/layouts/README.md for the documented choices.
+
+public import MediaCore
+
 public struct GridLayout: LayoutEngine {
     public let configuration: GridConfiguration
 

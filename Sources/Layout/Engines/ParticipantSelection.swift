@@ -1,6 +1,8 @@
 // Who is shown and in which order: the rules shared by the grid and PiP engines
 // (omitStoppedVideo, participantOrderAttribute, the "true" attribute flags, AUTO aspect).
 
+public import MediaCore
+
 extension LayoutParticipant {
     /// Whether the participant has video the compositor can draw.
     var hasVideo: Bool { video.isPublishing }

@@ -1,6 +1,9 @@
 /// IVS picture-in-picture layout: the participant flagged by `pipParticipantAttribute` in a
 /// corner window on top (zIndex 1), everyone else filling the canvas as a grid (zIndex 0)
 /// with the featured rule. See docs/layouts/README.md for the documented choices.
+
+public import MediaCore
+
 public struct PipLayout: LayoutEngine {
     public let configuration: PipConfiguration
 

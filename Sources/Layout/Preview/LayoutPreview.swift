@@ -5,6 +5,9 @@
 /// Video tiles are a flat colour per participant (by index in `participants`, from
 /// `palette`) labelled "P1", "P2", ...; a tile whose fill mode is CONTAIN shows the
 /// letterbox bars in a darker shade around the participant's video aspect.
+
+public import MediaCore
+
 public enum LayoutPreview {
     /// red, green, blue, yellow, magenta, cyan, orange, purple, teal, pink, lime, brown.
     public static let palette: [(red: UInt8, green: UInt8, blue: UInt8)] = [

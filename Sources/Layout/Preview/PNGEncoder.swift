@@ -2,6 +2,8 @@
 // holding a zlib stream compressed with fixed-Huffman deflate (LZ77 matches against the
 // previous pixel, the pixel above and a 3-byte hash), which is plenty for flat tiles.
 
+import MediaCore
+
 public enum PNGEncoder {
     public static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
@@ -187,14 +189,5 @@ enum Deflate {
         while distanceBases[index] > distance { index -= 1 }
         writer.writeCode(index, bits: 5)
         if distanceExtraBits[index] > 0 { writer.write(distance - distanceBases[index], bits: distanceExtraBits[index]) }
-    }
-}
-
-extension [UInt8] {
-    mutating func appendBigEndian(_ value: UInt32) {
-        append(UInt8(truncatingIfNeeded: value >> 24))
-        append(UInt8(truncatingIfNeeded: value >> 16))
-        append(UInt8(truncatingIfNeeded: value >> 8))
-        append(UInt8(truncatingIfNeeded: value))
     }
 }

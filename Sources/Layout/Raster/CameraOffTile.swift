@@ -1,6 +1,9 @@
 /// The "camera off" placeholder the compositor draws for `.cameraOff` tiles: a dark grey
 /// tile, a camera-with-a-slash icon and the participant's label below it. Neutral greys
 /// only, so after the background fill only luma is touched. O(tile area), no allocation.
+
+public import MediaCore
+
 public enum CameraOffTile {
     public static let background = YUVColor.grey(48)
     public static let iconLuma: UInt8 = 150

@@ -1,6 +1,8 @@
 // Drawing primitives on a caller-owned planar YUV 4:2:0 frame. Nothing here allocates:
 // the compositor calls them per output frame on its canvas.
 
+public import MediaCore
+
 /// A view of a planar YUV 4:2:0 image (I420 / AV_PIX_FMT_YUV420P) owned by the caller.
 /// Chroma planes are `(width + 1) / 2` x `(height + 1) / 2`.
 public struct PlanarYUV420 {

@@ -15,6 +15,7 @@ public import Persistence
 import PostgresStore
 import AsyncHTTPClient
 import Metrics
+import FFmpeg
 import IngestServer
 import LiveStage
 import WebRTCIngest
@@ -333,7 +334,8 @@ func makeIngestServer(configuration: ServerConfiguration, admission: any IngestA
         policy: RTMPConnectionPolicy(publishDeadline: .milliseconds(Int64(ingest.handshakeTimeoutSeconds * 1000)),
                                      maxBitrate: Int64(ingest.maxBitrate),
                                      messageRate: MessageRateLimit(sustainedPerSecond: Int64(ingest.maxMessagesPerSecond),
-                                                                   burstPerSecond: Int64(ingest.maxMessagesPerSecondBurst))),
+                                                                   burstPerSecond: Int64(ingest.maxMessagesPerSecondBurst)),
+                                     decodableCodecs: Set(CompressedCodec.allCases.filter(\.isDecodable))),
         idleTimeout: .milliseconds(Int64(ingest.idleTimeoutSeconds * 1000)), clock: HubClockReading(clock: hub.clock),
         connectionLimits: ConnectionLimits(total: ingest.maxConnections, perAddress: ingest.maxConnectionsPerAddress),
         logger: ingestLogger)

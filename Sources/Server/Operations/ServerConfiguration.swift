@@ -931,9 +931,9 @@ extension ServerConfiguration {
     /// The bucket the embedded defaults record into.
     public static let embeddedBucket = "recordings"
 
-    /// `serve` without `--config`: the API on loopback, ingest on loopback, state in
-    /// `$XDG_STATE_HOME/stage-compositor` (or `stage-compositor-state` in the working
-    /// directory), one local bucket `recordings` inside it, and the bundled recorded stages
+    /// `serve` without `--config`: the API on loopback, ingest on loopback, state outside any
+    /// checkout: systemd's `$STATE_DIRECTORY`, else `$XDG_STATE_HOME/stage-compositor`, else
+    /// `~/.local/state/stage-compositor` (the XDG default), one local bucket `recordings` inside it, and the bundled recorded stages
     /// (the checkout's `fixtures/`, or the installed `share/stage-compositor/stages`), each a
     /// stage whose id is its folder's name. Paths are absolute.
     public static func embeddedDefaults(_ surroundings: Surroundings) -> ServerConfiguration {
@@ -943,8 +943,13 @@ extension ServerConfiguration {
         }
         let cwd = surroundings.workingDirectory
         let state: String
-        if let xdg = surroundings.environment["XDG_STATE_HOME"], !xdg.isEmpty {
+        let environment = surroundings.environment
+        if let systemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first, !systemd.isEmpty {
+            state = absolute(String(systemd), base: cwd)
+        } else if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty {
             state = absolute(xdg, base: cwd) + "/stage-compositor"
+        } else if let home = environment["HOME"], !home.isEmpty {
+            state = absolute(home, base: cwd) + "/.local/state/stage-compositor"
         } else {
             state = absolute("stage-compositor-state", base: cwd)
         }

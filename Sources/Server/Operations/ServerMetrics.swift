@@ -2,7 +2,7 @@
 // registry behind /metrics in the daemon; tests pass their own). Never bootstrapped globally.
 // Every metric's `# HELP` text is in `ServerMetrics.help`, the one list of what we export.
 public import CoreMetrics
-public import LiveStage
+public import Pipeline
 import Synchronization
 
 public final class ServerMetrics: Sendable {

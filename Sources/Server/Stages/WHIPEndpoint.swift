@@ -20,6 +20,7 @@ import NIOCore
 import ParticipantTokens
 import Persistence
 import WebRTCIngest
+import LiveStage
 
 struct WHIPEndpoint<Store: CompositionStore>: Sendable {
     let configuration: ServerConfiguration

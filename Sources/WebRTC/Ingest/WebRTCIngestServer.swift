@@ -16,7 +16,6 @@ public import NIOCore
 public import NIOPosix
 public import ServiceLifecycle
 import Synchronization
-public import IngestServer
 import WebRTCMedia
 import WebRTCPublisher
 public import WebRTCSecurity

@@ -5,14 +5,13 @@
 // mono and stereo), and Opus packets are timed back by the encoder's lookahead.
 
 public import LiveStage
-import FFmpeg
 import MediaCore
 import WebRTCMedia
 public import WebRTCPublisher
 
 public struct WebRTCMediaForwarder {
     public let publisher: LivePublisher
-    private var videoCodec: MediaCodec?
+    private var videoCodec: WebRTCCodec?
     private var audioAnnounced = false
 
     public init(publisher: LivePublisher) {
@@ -26,7 +25,7 @@ public struct WebRTCMediaForwarder {
                 // Until the first keyframe a decoder has nothing to start from.
                 guard unit.isKeyframe else { return }
                 videoCodec = unit.codec
-                publisher.announce(CodecConfiguration(codec: unit.codec == .h264 ? .h264 : .vp8))
+                publisher.announce(CodecConfiguration(codec: unit.codec.compressed))
             }
             publisher.push(.video, data: unit.data, timestamp: unit.time, isKeyframe: unit.isKeyframe)
         case .opus:

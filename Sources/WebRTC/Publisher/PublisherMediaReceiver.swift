@@ -20,7 +20,7 @@ public import WebRTCSignal
 /// An access unit ready for a decoder.
 public struct ReceivedAccessUnit: Sendable, Equatable {
     public var kind: MediaKind
-    public var codec: MediaCodec
+    public var codec: WebRTCCodec
     /// H.264 Annex B, a VP8 frame, or an Opus packet.
     public var data: [UInt8]
     /// On the publisher's timeline (µs): the sender's clock once RTCP sender reports arrived,
@@ -117,7 +117,7 @@ public struct PublisherMediaReceiver: Sendable {
     /// One received stream (a media SSRC).
     struct Track: Sendable {
         var kind: MediaKind
-        var codec: MediaCodec
+        var codec: WebRTCCodec
         var stream: RTPReceiveStream
         var nack: NackGenerator?
         var reorder: ReorderBuffer<RTPPacket>
@@ -466,7 +466,7 @@ public struct PublisherMediaReceiver: Sendable {
         } else {
             return nil
         }
-        let codec: MediaCodec
+        let codec: WebRTCCodec
         switch media.codec.name {
         case .h264: codec = .h264
         case .vp8: codec = .vp8

@@ -3,6 +3,7 @@
 import Foundation
 import Layout
 import Stages
+import MediaCore
 
 struct RGB: Equatable, Sendable, CustomStringConvertible {
     var r: Int, g: Int, b: Int

@@ -2,6 +2,7 @@
 // raw RGB frames, mono float audio, and packet timestamps.
 import Foundation
 import Layout
+import MediaCore
 
 struct ProbedStream: Sendable {
     var index: Int

@@ -1,14 +1,26 @@
 // What depacketizers produce: one access unit (video frame, or Opus packet) per RTP
 // timestamp, with what is known of its integrity.
 
-public enum MediaCodec: Sendable, Equatable {
+public import MediaCore
+
+/// The codecs this WebRTC stack negotiates and depacketizes: a subset of the media
+/// vocabulary's `CompressedCodec`, closed so that every switch over it stays exhaustive.
+public enum WebRTCCodec: Sendable, Equatable {
     case h264
     case vp8
     case opus
+
+    public var compressed: CompressedCodec {
+        switch self {
+        case .h264: .h264
+        case .vp8: .vp8
+        case .opus: .opus
+        }
+    }
 }
 
 public struct EncodedFrame: Sendable, Equatable {
-    public var codec: MediaCodec
+    public var codec: WebRTCCodec
     /// Unwrapped RTP timestamp (clock rate of the codec: 90 kHz video, 48 kHz Opus).
     public var timestamp: Int64
     /// H.264: Annex B byte stream (00 00 00 01 start codes). VP8: the frame. Opus: the packet.
@@ -23,7 +35,7 @@ public struct EncodedFrame: Sendable, Equatable {
     public var firstSequence: Int64
     public var lastSequence: Int64
 
-    public init(codec: MediaCodec, timestamp: Int64, data: [UInt8], isKeyframe: Bool, isComplete: Bool,
+    public init(codec: WebRTCCodec, timestamp: Int64, data: [UInt8], isKeyframe: Bool, isComplete: Bool,
                 followsLoss: Bool, firstSequence: Int64, lastSequence: Int64) {
         self.codec = codec
         self.timestamp = timestamp

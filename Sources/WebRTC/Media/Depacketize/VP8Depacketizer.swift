@@ -7,6 +7,8 @@
 //   |   TL0PICIDX   |     (if L)
 //   |TID|Y| KEYIDX  |     (if T or K)
 
+import MediaCore
+
 public struct VP8PayloadDescriptor: Sendable, Equatable {
     public enum PictureID: Sendable, Equatable {
         case short(UInt8)   // 7 bits
@@ -48,7 +50,7 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
 
     /// The descriptor and its length in bytes; nil if `payload` is too short for it.
     public static func parse(_ payload: [UInt8]) -> (descriptor: VP8PayloadDescriptor, length: Int)? {
-        var reader = WireReader(payload)
+        var reader = ByteReader(payload)
         guard let first = reader.readUInt8() else { return nil }
         var descriptor = VP8PayloadDescriptor(isNonReference: first & 0x20 != 0, isPartitionStart: first & 0x10 != 0,
                                               partitionIndex: first & 0x07)

@@ -5,6 +5,8 @@
 // Reduced-size RTCP (RFC 5506) is accepted: any packet may come first and a compound may
 // hold a single feedback packet. Types this module does not read are kept as `.unknown`.
 
+import MediaCore
+
 public enum RTCPPacket: Sendable, Equatable {
     case senderReport(RTCPSenderReport)
     case receiverReport(RTCPReceiverReport)
@@ -93,7 +95,7 @@ public enum RTCPPacket: Sendable, Equatable {
     // MARK: Parsing one packet
 
     private static func parse(count: UInt8, type: UInt8, body: ArraySlice<UInt8>, offset: Int) throws(RTCPError) -> RTCPPacket {
-        var reader = WireReader(body)
+        var reader = ByteReader(body)
         let malformed = RTCPError.malformed(packetType: type, offset: offset)
         let unknown = RTCPPacket.unknown(RTCPUnknownPacket(packetType: type, count: count, body: Array(body)))
         switch type {
@@ -178,7 +180,7 @@ public enum RTCPPacket: Sendable, Equatable {
         }
     }
 
-    private static func readBlocks(count: UInt8, from reader: inout WireReader) -> [RTCPReportBlock]? {
+    private static func readBlocks(count: UInt8, from reader: inout ByteReader) -> [RTCPReportBlock]? {
         var blocks: [RTCPReportBlock] = []
         for _ in 0..<count {
             guard let block = RTCPReportBlock(reading: &reader) else { return nil }
@@ -188,7 +190,7 @@ public enum RTCPPacket: Sendable, Equatable {
         return blocks
     }
 
-    private static func readChunk(from reader: inout WireReader) -> RTCPSourceDescription.Chunk? {
+    private static func readChunk(from reader: inout ByteReader) -> RTCPSourceDescription.Chunk? {
         let chunkStart = reader.offset
         guard let ssrc = reader.readUInt32() else { return nil }
         var items: [RTCPSourceDescription.Item] = []
@@ -215,28 +217,28 @@ public enum RTCPPacket: Sendable, Equatable {
             guard (0...31).contains(count) else { throw .unencodable("count \(count) for packet type \(type)") }
             bytes.append(2 << 6 | UInt8(count))
             bytes.append(type)
-            bytes.appendWire(UInt16(0))  // length, filled in below
+            bytes.appendBigEndian(UInt16(0))  // length, filled in below
         }
 
         switch self {
         case .senderReport(let report):
             try header(count: report.reportBlocks.count, type: PacketType.senderReport)
-            bytes.appendWire(report.ssrc)
-            bytes.appendWire(report.ntpTime)
-            bytes.appendWire(report.rtpTimestamp)
-            bytes.appendWire(report.packetCount)
-            bytes.appendWire(report.octetCount)
+            bytes.appendBigEndian(report.ssrc)
+            bytes.appendBigEndian(report.ntpTime)
+            bytes.appendBigEndian(report.rtpTimestamp)
+            bytes.appendBigEndian(report.packetCount)
+            bytes.appendBigEndian(report.octetCount)
             for block in report.reportBlocks { block.write(to: &bytes) }
 
         case .receiverReport(let report):
             try header(count: report.reportBlocks.count, type: PacketType.receiverReport)
-            bytes.appendWire(report.ssrc)
+            bytes.appendBigEndian(report.ssrc)
             for block in report.reportBlocks { block.write(to: &bytes) }
 
         case .sourceDescription(let description):
             try header(count: description.chunks.count, type: PacketType.sourceDescription)
             for chunk in description.chunks {
-                bytes.appendWire(chunk.ssrc)
+                bytes.appendBigEndian(chunk.ssrc)
                 for item in chunk.items {
                     guard item.type != 0, item.value.count <= 255 else {
                         throw .unencodable("SDES item type \(item.type) with \(item.value.count) bytes")
@@ -251,7 +253,7 @@ public enum RTCPPacket: Sendable, Equatable {
 
         case .goodbye(let bye):
             try header(count: bye.ssrcs.count, type: PacketType.goodbye)
-            for ssrc in bye.ssrcs { bytes.appendWire(ssrc) }
+            for ssrc in bye.ssrcs { bytes.appendBigEndian(ssrc) }
             if let reason = bye.reason {
                 guard reason.count <= 255 else { throw .unencodable("BYE reason of \(reason.count) bytes") }
                 bytes.append(UInt8(reason.count))
@@ -261,38 +263,38 @@ public enum RTCPPacket: Sendable, Equatable {
 
         case .genericNack(let nack):
             try header(count: Int(FeedbackFormat.genericNack), type: PacketType.transportFeedback)
-            bytes.appendWire(nack.senderSSRC)
-            bytes.appendWire(nack.mediaSSRC)
+            bytes.appendBigEndian(nack.senderSSRC)
+            bytes.appendBigEndian(nack.mediaSSRC)
             for pair in nack.pairs {
-                bytes.appendWire(pair.packetID)
-                bytes.appendWire(pair.lostBitmask)
+                bytes.appendBigEndian(pair.packetID)
+                bytes.appendBigEndian(pair.lostBitmask)
             }
 
         case .pictureLossIndication(let pli):
             try header(count: Int(FeedbackFormat.pictureLossIndication), type: PacketType.payloadFeedback)
-            bytes.appendWire(pli.senderSSRC)
-            bytes.appendWire(pli.mediaSSRC)
+            bytes.appendBigEndian(pli.senderSSRC)
+            bytes.appendBigEndian(pli.mediaSSRC)
 
         case .fullIntraRequest(let fir):
             try header(count: Int(FeedbackFormat.fullIntraRequest), type: PacketType.payloadFeedback)
-            bytes.appendWire(fir.senderSSRC)
-            bytes.appendWire(fir.mediaSSRC)
+            bytes.appendBigEndian(fir.senderSSRC)
+            bytes.appendBigEndian(fir.mediaSSRC)
             for entry in fir.entries {
-                bytes.appendWire(entry.ssrc)
+                bytes.appendBigEndian(entry.ssrc)
                 bytes.append(entry.sequenceNumber)
-                bytes.appendWire24(0)
+                bytes.appendBigEndian24(0)
             }
 
         case .receiverEstimatedMaxBitrate(let remb):
             guard remb.ssrcs.count <= 255 else { throw .unencodable("REMB with \(remb.ssrcs.count) SSRCs") }
             try header(count: Int(FeedbackFormat.applicationLayer), type: PacketType.payloadFeedback)
-            bytes.appendWire(remb.senderSSRC)
-            bytes.appendWire(UInt32(0))  // media SSRC: unused, per the draft
+            bytes.appendBigEndian(remb.senderSSRC)
+            bytes.appendBigEndian(UInt32(0))  // media SSRC: unused, per the draft
             bytes += RTCPReceiverEstimatedMaxBitrate.identifier
             bytes.append(UInt8(remb.ssrcs.count))
             let (exponent, mantissa) = RTCPReceiverEstimatedMaxBitrate.encode(bitrate: remb.bitrate)
-            bytes.appendWire24(UInt32(exponent) << 18 | mantissa)
-            for ssrc in remb.ssrcs { bytes.appendWire(ssrc) }
+            bytes.appendBigEndian24(UInt32(exponent) << 18 | mantissa)
+            for ssrc in remb.ssrcs { bytes.appendBigEndian(ssrc) }
 
         case .unknown(let unknown):
             try header(count: Int(unknown.count), type: unknown.packetType)

@@ -1,5 +1,7 @@
 // RFC 3550 §6.4: sender and receiver reports and their report blocks.
 
+import MediaCore
+
 /// Reception statistics about one source (24 bytes on the wire).
 public struct RTCPReportBlock: Sendable, Equatable {
     public var ssrc: UInt32
@@ -31,7 +33,7 @@ public struct RTCPReportBlock: Sendable, Equatable {
 
     static let size = 24
 
-    init?(reading reader: inout WireReader) {
+    init?(reading reader: inout ByteReader) {
         guard let ssrc = reader.readUInt32(), let fraction = reader.readUInt8(), let lost = reader.readUInt24(),
               let highest = reader.readUInt32(), let jitter = reader.readUInt32(),
               let lsr = reader.readUInt32(), let dlsr = reader.readUInt32()
@@ -43,14 +45,14 @@ public struct RTCPReportBlock: Sendable, Equatable {
     }
 
     func write(to bytes: inout [UInt8]) {
-        bytes.appendWire(ssrc)
+        bytes.appendBigEndian(ssrc)
         bytes.append(fractionLost)
         let clamped = min(max(cumulativeLost, Self.cumulativeLostRange.lowerBound), Self.cumulativeLostRange.upperBound)
-        bytes.appendWire24(UInt32(bitPattern: clamped) & 0xFF_FFFF)
-        bytes.appendWire(extendedHighestSequence)
-        bytes.appendWire(jitter)
-        bytes.appendWire(lastSenderReport)
-        bytes.appendWire(delaySinceLastSenderReport)
+        bytes.appendBigEndian24(UInt32(bitPattern: clamped) & 0xFF_FFFF)
+        bytes.appendBigEndian(extendedHighestSequence)
+        bytes.appendBigEndian(jitter)
+        bytes.appendBigEndian(lastSenderReport)
+        bytes.appendBigEndian(delaySinceLastSenderReport)
     }
 }
 

@@ -2,6 +2,8 @@
 // and the two-byte form (profile 0x100X, ids 1...255, 0...255 bytes). Any other profile is
 // kept as opaque bytes so a packet round-trips.
 
+import MediaCore
+
 /// One extension element: its negotiated id (from `a=extmap`) and its data.
 public struct RTPHeaderExtensionElement: Sendable, Equatable {
     public var id: UInt8

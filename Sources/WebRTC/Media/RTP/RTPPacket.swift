@@ -9,6 +9,8 @@
 //  | extension data ...                                            |
 //  | payload ...                   | padding ...   | padding count |  if P
 
+import MediaCore
+
 /// One RTP packet, parsed. `payload` excludes padding; `paddingCount` keeps its size so a
 /// packet round-trips (and so a padding-only probe can be told apart from media).
 public struct RTPPacket: Sendable, Equatable {
@@ -48,7 +50,7 @@ public struct RTPPacket: Sendable, Equatable {
     }
 
     public init(parsing bytes: [UInt8]) throws(RTPError) {
-        var reader = WireReader(bytes)
+        var reader = ByteReader(bytes)
         guard let first = reader.readUInt8(), let second = reader.readUInt8(),
               let sequenceNumber = reader.readUInt16(), let timestamp = reader.readUInt32(),
               let ssrc = reader.readUInt32()
@@ -100,15 +102,15 @@ public struct RTPPacket: Sendable, Equatable {
         if headerExtension != nil { first |= 0x10 }
         bytes.append(first)
         bytes.append((marker ? 0x80 : 0) | payloadType & 0x7F)
-        bytes.appendWire(sequenceNumber)
-        bytes.appendWire(timestamp)
-        bytes.appendWire(ssrc)
-        for csrc in csrcs { bytes.appendWire(csrc) }
+        bytes.appendBigEndian(sequenceNumber)
+        bytes.appendBigEndian(timestamp)
+        bytes.appendBigEndian(ssrc)
+        for csrc in csrcs { bytes.appendBigEndian(csrc) }
         if let headerExtension {
             let (profile, data) = try headerExtension.serialized()
             guard data.count / 4 <= Int(UInt16.max) else { throw .unencodableHeaderExtension(id: 0, length: data.count) }
-            bytes.appendWire(profile)
-            bytes.appendWire(UInt16(data.count / 4))
+            bytes.appendBigEndian(profile)
+            bytes.appendBigEndian(UInt16(data.count / 4))
             bytes += data
         }
         bytes += payload

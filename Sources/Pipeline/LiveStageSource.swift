@@ -4,10 +4,10 @@
 // only shared state it touches is the subscription's snapshot and the queues.
 
 public import FFmpeg
-public import Layout
+import Layout
 public import Logging
 public import MediaCore
-public import Pipeline
+public import LiveStage
 
 public final class LiveStageSource: StageSource {
     private struct Active {

@@ -1,8 +1,7 @@
 // What the ingest server asks of the stage side (the daemon's StageRuntime): may this
 // stream key publish, and what happened to a publisher afterwards. The server never touches
-// the control plane's state; the stage side never touches sockets.
-
-public import LiveStage
+// the control plane's state; the stage side never touches sockets. It lives with the hub, so
+// RTMP and WHIP ingest share it without importing each other.
 
 /// The transport a publisher used.
 public enum IngestTransport: String, Sendable, Equatable {
