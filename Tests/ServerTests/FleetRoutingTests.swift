@@ -155,7 +155,7 @@ final class ScriptedOwnership: StageOwnership {
         let seen = Mutex<[Bool]>([])
         // The responder's clock is the signing time: however long this takes on a loaded machine.
         let now: Int64 = 1_800_000_000_000
-        var responder = ServerResponder(
+        var responder = APIRoutes(
             maxBodyBytes: 4096, authenticator: DenyAll(), registry: PrometheusCollectorRegistry(),
             metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())),
             logger: Logger(label: "fleet-routing"),
@@ -168,7 +168,7 @@ final class ScriptedOwnership: StageOwnership {
         // The nonces as the shared store keeps them (its claim is tested on every store).
         let store = InMemoryCompositionStore()
         responder.claimFleetNonce = { nonce, until in (try? await store.claimFleetNonce(nonce, until: until, now: now + 29_000)) ?? false }
-        let app = Application(responder: responder)
+        let app = Application(router: responder.buildRouter())
         let body = #"{"arn":"x"}"#
         @Sendable func headers(secret: String, nonce: String = FleetCallSignature.makeNonce()) -> HTTPFields {
             var fields = HTTPFields()

@@ -53,12 +53,12 @@ import Testing
         var listen = ServerConfiguration.Listen(host: "127.0.0.1", port: 0)
         listen.tls = .init(certificateFile: directory.appendingPathComponent("node.pem").path,
                            privateKeyFile: directory.appendingPathComponent("node.key").path)
-        let responder = ServerResponder(
+        let responder = APIRoutes(
             maxBodyBytes: 4096, authenticator: DenyAll(), registry: PrometheusCollectorRegistry(),
             metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())),
             logger: Logger(label: "fleet-tls"), operation: { _, _, _, _ throws(APIError) in Data("{}".utf8) })
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let app = Application(responder: responder, server: try apiServer(listen: listen, limiter: ConnectionLimiter(limits: .init())),
+        let app = Application(router: responder.buildRouter(), server: try apiServer(listen: listen, limiter: ConnectionLimiter(limits: .init())),
                               configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
                               onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
         let running = Task { try await app.runService(gracefulShutdownSignals: []) }

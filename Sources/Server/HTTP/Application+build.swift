@@ -143,7 +143,7 @@ public struct FleetContext: Sendable {
 public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies,
                              store given: (any CompositionStore)? = nil, services: [any Service] = [],
                              fleet: FleetContext? = nil) async throws
-    -> Application<ServerResponder> {
+    -> Application<RouterResponder<ServerRequestContext>> {
     let logger = dependencies.logger
     let metrics = ServerMetrics(factory: DocumentedPrometheusFactory(registry: dependencies.metricsRegistry, help: ServerMetrics.help))
     let ingest = configuration.ingest
@@ -201,7 +201,7 @@ func makeApplication<Store: CompositionStore>(
     configuration: ServerConfiguration, store: Store, events: any EventSink, eventServices: [any Service],
     authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher, hub: LiveStageHub,
     metrics: ServerMetrics, dependencies: ServerDependencies, fleet: FleetContext? = nil
-) async throws -> Application<ServerResponder> {
+) async throws -> Application<RouterResponder<ServerRequestContext>> {
     var mayWrite: (@Sendable () -> Bool)?
     if let member = fleet?.member { mayWrite = { member.isOwner } }
     let buckets = try BucketService(configuration: configuration, environment: ProcessInfo.processInfo.environment,
@@ -267,7 +267,7 @@ func makeApplication<Store: CompositionStore>(
     let listen = configuration.listen
     let limiter = ConnectionLimiter(limits: ConnectionLimits(total: listen.maxConnections ?? 1_000,
                                                              perAddress: listen.maxConnectionsPerAddress ?? 100))
-    let responder = ServerResponder(
+    let routes = APIRoutes(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
         operation: { route, query, body, forwarded throws(APIError) in
@@ -291,7 +291,7 @@ func makeApplication<Store: CompositionStore>(
     let logger = dependencies.logger
     fleet?.drain.install { [manager] deadline in await manager.waitForRunningCompositions(until: deadline) }
     return Application(
-        responder: responder,
+        router: routes.buildRouter(),
         server: try apiServer(listen: listen, limiter: limiter),
         configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: "stage-compositor"),
         // Shut down in reverse order: ingest first (publishers leave), then the stage runtime
@@ -393,170 +393,10 @@ struct WHIPMetricsObserver: WebRTCIngestObserver {
     func loopLag(maxMicroseconds: Int64) { metrics.whipLoopLag.record(Double(maxMicroseconds) / 1_000_000) }
 }
 
-/// Hummingbird's basic context plus the client's address (the WHIP per-address cap, logs).
-public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public let remoteAddress: SocketAddress?
-
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        remoteAddress = source.channel.remoteAddress
-    }
-}
-
 /// Rate measurements on the live media clock.
 struct HubClockReading: MediaClockReading {
     let clock: any MediaClock
     func nowMicroseconds() -> Int64 { clock.now().microsecondsValue }
-}
-
-/// The HTTP surface: `/healthz`, `/metrics`, and every control-plane operation routed by
-/// APIOperation (POST /<Operation>, /tags/{resourceArn}).
-public struct ServerResponder: HTTPResponder {
-    public typealias Context = ServerRequestContext
-
-    let maxBodyBytes: Int
-    let authenticator: any RequestAuthenticator
-    let registry: PrometheusCollectorRegistry
-    let metrics: ServerMetrics
-    let logger: Logger
-    /// Runs an operation: route, raw query, body, and whether another node of the fleet sent it.
-    let operation: @Sendable (APIOperation.Route, String, Data, Bool) async throws(APIError) -> Data
-    /// WHIP (`/whip/...`): bearer tokens, not SigV4. Takes the client's IP address.
-    var whip: (@Sendable (Request, String) async -> Response)?
-    /// WHIP sessions open and refused by its caps, for /metrics.
-    var whipSessionCounts: (@Sendable () -> (open: Int, refused: Int64))?
-    /// The fleet's shared secret: a call signed with it (FleetCallSignature) is another node
-    /// forwarding an operation to this one, the stage's owner.
-    var fleetSecret: String?
-    /// Takes a fleet call's nonce until the given time (ms since 1970): false when it was
-    /// taken already (a replay), or cannot be recorded. nil: nonces are not checked.
-    var claimFleetNonce: (@Sendable (String, Int64) async -> Bool)?
-    /// The wall clock a fleet call's time is checked against (ms since 1970).
-    var nowMs: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-    /// `metrics.bearerToken`: /metrics then needs it (Prometheus `authorization: credentials`).
-    var metricsBearerToken: String?
-    /// The connection caps, by listener, counted into /metrics when it is read.
-    var connectionLimiters: [(listener: String, limiter: ConnectionLimiter)] = []
-
-    public func respond(to request: Request, context: Context) async throws -> Response {
-        let method = request.method.rawValue
-        let path = request.uri.path
-        if method == "GET", path == "/healthz" {
-            return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
-        }
-        if method == "GET", path == "/metrics" {
-            if let token = metricsBearerToken, !Self.bearerMatches(request.headers[.authorization], token: token) {
-                return Response(status: .unauthorized, headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],
-                                body: .init(byteBuffer: ByteBuffer(string: "metrics.bearerToken: send Authorization: Bearer <token>\n")))
-            }
-            for (listener, limiter) in connectionLimiters {
-                let counts = limiter.counts
-                metrics.recordConnections(listener: listener, open: counts.open, refused: counts.refused)
-            }
-            if let counts = whipSessionCounts?() {
-                metrics.recordConnections(listener: "whip", open: counts.open, refused: counts.refused)
-            }
-            if let stats = ProcessStats.read() { metrics.recordProcess(stats) }
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
-        }
-        if path == "/whip" || path.hasPrefix("/whip/") {
-            guard let whip else { return WHIPResponses.plain(.notFound, "WHIP publishing is disabled on this server (ingest.whip.enabled)") }
-            return await whip(request, context.remoteAddress?.ipAddress ?? "?")
-        }
-        let response = await respondToOperation(request, method: method, path: path)
-        metrics.apiRequest(operation: APIOperation.route(method: method, path: path)?.operation.name ?? "unknown",
-                           status: response.status.code)
-        return response
-    }
-
-    /// A control-plane operation's response, errors included.
-    private func respondToOperation(_ request: Request, method: String, path: String) async -> Response {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await HTTPLimits.collect(request, upTo: maxBodyBytes)
-        } catch .tooSlow {
-            return Self.errorResponse(.validation("the request body did not arrive within \(HTTPLimits.bodyDeadline)"), status: 408)
-        } catch {
-            return Self.errorResponse(.validation("request body exceeds the limit of \(maxBodyBytes) bytes"), status: 413)
-        }
-        let body = Data(buffer.readableBytesView)
-        guard let route = APIOperation.route(method: method, path: path) else {
-            var response = Self.errorResponse(APIError(.resourceNotFound, "no operation at \(method) \(path)"), status: 404)
-            response.headers[HTTPField.Name("x-amzn-ErrorType")!] = "UnknownOperationException"
-            return response
-        }
-        // SigV4 signs the request target as sent (still percent-encoded) and the Host header,
-        // which HTTPTypes moves out of the header fields into the authority.
-        let query = request.uri.query ?? ""
-        let (rawPath, rawQuery) = Self.splitTarget(request.head.path ?? path)
-        var headers = request.headers.map { ($0.name.rawName, $0.value) }
-        if let authority = request.head.authority { headers.insert(("host", authority), at: 0) }
-        var forwarded = false
-        if let signature = request.headers[HTTPField.Name(FleetCallSignature.signatureHeader)!] {
-            let time = request.headers[HTTPField.Name(FleetCallSignature.timeHeader)!] ?? ""
-            let nonce = request.headers[HTTPField.Name(FleetCallSignature.nonceHeader)!] ?? ""
-            guard let fleetSecret, let signedAt = FleetCallSignature.verify(
-                secret: fleetSecret, method: method, path: rawPath, query: rawQuery, timeText: time, nonce: nonce,
-                signature: signature, body: body, nowMs: nowMs()) else {
-                logger.notice("refused a call signed as from another node", metadata: [
-                    "node": "\(request.headers[HTTPField.Name(FleetCallSignature.nodeHeader)!] ?? "?")"])
-                return Self.errorResponse(.accessDenied("the fleet call signature does not verify (secret, or clocks more than "
-                                                        + "\(FleetCallSignature.skewMs / 1000) s apart)"))
-            }
-            // A verified call is taken once: the same nonce again is a replay.
-            if let claimFleetNonce, await !claimFleetNonce(nonce, signedAt &+ FleetCallSignature.skewMs) {
-                logger.warning("refused a replayed call signed as from another node", metadata: [
-                    "node": "\(request.headers[HTTPField.Name(FleetCallSignature.nodeHeader)!] ?? "?")"])
-                return Self.errorResponse(.accessDenied("the fleet call was already taken (its nonce is used)"))
-            }
-            forwarded = true
-        } else if let denied = await authenticator.authenticate(
-            AuthenticationRequest(method: method, path: rawPath, query: rawQuery, headers: headers, body: body)) {
-            return Self.errorResponse(denied)
-        }
-        do {
-            let data = try await operation(route, query, body, forwarded)
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: data)))
-        } catch {
-            if error.code == .internalServer {
-                logger.error("operation failed", metadata: ["operation": "\(route.operation.name)", "error": "\(error.message)"])
-            } else {
-                logger.debug("request rejected", metadata: ["operation": "\(route.operation.name)", "error": "\(error)"])
-            }
-            return Self.errorResponse(error)
-        }
-    }
-
-    /// Compares without an early exit, so timing says nothing about how much matched.
-    static func bearerMatches(_ header: String?, token: String) -> Bool {
-        guard let header, header.hasPrefix("Bearer ") else { return false }
-        let given = Array(header.dropFirst("Bearer ".count).utf8), expected = Array(token.utf8)
-        var difference = UInt8(given.count == expected.count ? 0 : 1)
-        for index in 0..<max(given.count, expected.count) {
-            difference |= (index < given.count ? given[index] : 0) ^ (index < expected.count ? expected[index] : 0xFF)
-        }
-        return difference == 0
-    }
-
-    /// Raw path and raw query (without "?") of a request target.
-    static func splitTarget(_ target: String) -> (path: String, query: String) {
-        guard let mark = target.firstIndex(of: "?") else { return (target, "") }
-        return (String(target[..<mark]), String(target[target.index(after: mark)...]))
-    }
-
-    static func errorResponse(_ error: APIError, status: Int? = nil) -> Response {
-        let rendered = error.response
-        var fields = HTTPFields()
-        for (name, value) in rendered.headers {
-            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
-        }
-        return Response(status: HTTPResponse.Status(code: status ?? rendered.status), headers: fields,
-                        body: .init(byteBuffer: ByteBuffer(string: rendered.body)))
-    }
 }
 
 /// The API's HTTP/1.1 server, over TLS when `listen.tls` names a certificate and key.
