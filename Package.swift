@@ -176,6 +176,15 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // A composition from request to running pipeline: the planner (StartComposition and the
+        // configurations it names → one plan), the plan, its tuning, and the runner. The daemon
+        // and `compose` both plan and run through it.
+        .target(
+            name: "Composition",
+            dependencies: ["APIModels", "Persistence", "Destinations", "Pipeline", "Layout", "HLS", "MediaCore", "Storage", "FFmpeg",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
 
         // Durable control-plane state: configurations, stages, tags, compositions (SQLite via GRDB).
         .target(
@@ -200,7 +209,7 @@ let package = Package(
         // The daemon: HTTP control plane, composition manager, configuration, events hook, metrics.
         .target(
             name: "Server",
-            dependencies: ["APIModels", "Persistence", "PostgresStore", "Fleet", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
+            dependencies: ["Composition", "APIModels", "Persistence", "PostgresStore", "Fleet", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
                            "CBuildInfo",
                            "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg", "ParticipantRecording",
@@ -220,7 +229,7 @@ let package = Package(
 
         .executableTarget(
             name: "stage-compositor",
-            dependencies: ["Pipeline", "Destinations", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server", "PostgresStore", "APIModels",
+            dependencies: ["Pipeline", "Destinations", "Composition", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server", "PostgresStore", "APIModels",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -244,7 +253,7 @@ let package = Package(
         // S3Storage against moto_server on loopback, scripted failing servers, and a real composition.
         .testTarget(
             name: "S3StorageTests",
-            dependencies: ["Storage", "Auth", "Destinations", "Pipeline", "Stages", "HLS", "Layout", "MediaCore", "TestSupport",
+            dependencies: ["Storage", "Auth", "Destinations", "Composition", "Pipeline", "Stages", "HLS", "Layout", "MediaCore", "TestSupport",
                            "HTTPTestSupport",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Logging", package: "swift-log"),
@@ -289,13 +298,13 @@ let package = Package(
         ),
         // systemd unit and deploy/ files: systemd-analyze verify, hardening, install.sh --dry-run.
         .testTarget(name: "OpsTests", dependencies: ["TestSupport"], exclude: ["run_with_mdwe.py"]),
-        .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
+        .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Composition", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "TestSupport"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "PostgresStore", "APIModels", "TestSupport",
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg",
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Composition", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg",
                                                         .product(name: "PostgresNIO", package: "postgres-nio"), "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
                                                         "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -304,6 +313,6 @@ let package = Package(
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),
                                                         .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "FFmpeg", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Pipeline", "Composition", "FFmpeg", "Destinations", "Stages", "HLS", "Layout", "MediaCore", "Storage", "TestSupport"]),
     ]
 )

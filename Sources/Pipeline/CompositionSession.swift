@@ -11,31 +11,45 @@ public import Layout
 public import MediaCore
 public import Logging
 
-public struct CompositionSettings {
-    public var video: VideoEncoderSettings
-    public var audio: AudioEncoderSettings
-    public var layout: any LayoutEngine
-    /// Stop after this much output. Nil: the source's duration, or until `shouldStop`.
-    public var duration: MediaTime?
+/// How a composition does its work, never what it makes: switches the CLI offers for
+/// comparisons (the daemon keeps the defaults). One value from the command line to the
+/// compositor.
+public struct CompositionTuning: Sendable, Equatable {
     /// Keep a tile's pixels while its picture and place are unchanged (off: redraw every
     /// tile every tick; the output is the same, which the tests check).
     public var reuseUnchangedTiles: Bool
+    /// x264 threads (0: x264's own choice; nil: `EncoderSpec.defaultEncoderThreads`).
+    public var encoderThreads: Int?
     /// Decode participants side by side (off: in turn; for comparisons).
     public var parallelDecoding: Bool
     /// Decode the video of participants who are not shown too (for comparisons; see
     /// `VideoCompositor.decodeHiddenVideo`).
     public var decodeHiddenVideo: Bool
 
-    public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
-                layout: any LayoutEngine, duration: MediaTime? = nil, reuseUnchangedTiles: Bool = true,
-                parallelDecoding: Bool = true, decodeHiddenVideo: Bool = false) {
+    public init(reuseUnchangedTiles: Bool = true, encoderThreads: Int? = nil, parallelDecoding: Bool = true,
+                decodeHiddenVideo: Bool = false) {
+        self.reuseUnchangedTiles = reuseUnchangedTiles
+        self.encoderThreads = encoderThreads
         self.parallelDecoding = parallelDecoding
         self.decodeHiddenVideo = decodeHiddenVideo
+    }
+}
+
+public struct CompositionSettings {
+    public var video: VideoEncoderSettings
+    public var audio: AudioEncoderSettings
+    public var layout: any LayoutEngine
+    /// Stop after this much output. Nil: the source's duration, or until `shouldStop`.
+    public var duration: MediaTime?
+    public var tuning: CompositionTuning
+
+    public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
+                layout: any LayoutEngine, duration: MediaTime? = nil, tuning: CompositionTuning = CompositionTuning()) {
         self.video = video
         self.audio = audio
         self.layout = layout
         self.duration = duration
-        self.reuseUnchangedTiles = reuseUnchangedTiles
+        self.tuning = tuning
     }
 }
 
@@ -98,9 +112,9 @@ public final class CompositionSession {
             videoEncoder = try Encoder(video: settings.video)
             audioEncoder = try Encoder(audio: settings.audio)
             let compositor = VideoCompositor(canvas: try videoEncoder.makeInputFrame(), layout: settings.layout, logger: logger)
-            compositor.reuseUnchangedTiles = settings.reuseUnchangedTiles
-            compositor.parallelDecoding = settings.parallelDecoding
-            compositor.decodeHiddenVideo = settings.decodeHiddenVideo
+            compositor.reuseUnchangedTiles = settings.tuning.reuseUnchangedTiles
+            compositor.parallelDecoding = settings.tuning.parallelDecoding
+            compositor.decodeHiddenVideo = settings.tuning.decodeHiddenVideo
             compositor.frameLead = settings.video.frameRate.inverted.rescale(1, to: MediaTime.microseconds) / 2
             let mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
                                    encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)

@@ -10,6 +10,7 @@ import Pipeline
 import Server
 import Stages
 import Storage
+import Composition
 
 struct ComposeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -9,6 +9,7 @@ import Layout
 import Logging
 import Pipeline
 import Server
+import Composition
 
 struct ComposePlanning {
     /// The configurations the flags stand for live in this account (never shown).

@@ -15,6 +15,7 @@ import Stages
 import Storage
 import TestSupport
 import Testing
+import Composition
 
 /// Every packet of a file as ffprobe reads it: media type, pts and dts in the stream's time base.
 struct ProbedPacket {

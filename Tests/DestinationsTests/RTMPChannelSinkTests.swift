@@ -15,6 +15,7 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
+import Composition
 
 /// Channel events with the wall-clock time they arrived, and a way to wait for one.
 final class ChannelEventLog: @unchecked Sendable {

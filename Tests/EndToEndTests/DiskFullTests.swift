@@ -12,6 +12,7 @@ import Storage
 import Synchronization
 import Testing
 import TestSupport
+import Composition
 
 /// Local storage that refuses every segment from `firstRefused` on, as a disk that filled up
 /// would (small files still fit: the refused segment's temporary file is gone).

@@ -121,7 +121,7 @@ struct HiddenVideoTests {
                                          keyframeInterval: 60, preset: "ultrafast")
         let layout = GridLayout(configuration: GridConfiguration(gridGap: 0))
         let settings = CompositionSettings(video: video, layout: layout, duration: .seconds(seconds),
-                                           decodeHiddenVideo: decodeHiddenVideo)
+                                           tuning: CompositionTuning(decodeHiddenVideo: decodeHiddenVideo))
         let sampler = CanvasSampler { canvas in
             Sample(digest: CanvasDigest.of(canvas), centreLuma: Int(canvas.yuv(atX: canvas.width / 2, y: canvas.height / 2).y))
         }

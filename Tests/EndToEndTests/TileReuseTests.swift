@@ -77,7 +77,7 @@ struct TileReuseTests {
         let video = VideoEncoderSettings(width: 480, height: 270, frameRate: Rational(30, 1), bitrate: 500_000,
                                          keyframeInterval: 60, preset: "ultrafast")
         let settings = CompositionSettings(video: video, layout: layout.makeEngine(), duration: .seconds(6),
-                                           reuseUnchangedTiles: reuse)
+                                           tuning: CompositionTuning(reuseUnchangedTiles: reuse))
         let digest = CanvasSampler(CanvasDigest.of)
         let session = try CompositionSession(source: source, settings: settings, sinks: [digest], logger: logger)
         var pacer = AsFastAsPossiblePacer()

@@ -11,6 +11,7 @@ import Pipeline
 import Stages
 import Storage
 import Testing
+import Composition
 
 @Suite struct S3CompositionTests {
     @Test func composedRecordingLandsInS3AndPlays() async throws {

@@ -9,6 +9,7 @@ import Pipeline
 import Storage
 @testable import Server
 import Testing
+import Composition
 
 enum PlannerFixtures {
     static let account = "arn:aws:ivs:us-east-1:123456789012"
@@ -162,7 +163,7 @@ enum PlannerFixtures {
         #expect(runnable.recording?.destinationId == "DEST1" && runnable.recording?.targetSegmentDurationSeconds == 6)
         #expect(runnable.recording?.encoderConfigurationId == "HDHDHDHDHDHD")
         #expect(runnable.channel?.destinationId == "DEST0")
-        #expect(runnable.encoderThreads == 3 && !runnable.parallelDecoding)
+        #expect(runnable.encoderThreads == 3 && runnable.tuning == CompositionTuning(encoderThreads: 3, parallelDecoding: false))
         // Without somewhere to put the recording's objects there is no recording to run.
         #expect(CompositionPlanner.compositionPlan(plan, compositionId: "C", uploads: nil, preset: "veryfast", lowLatency: false).recording == nil)
     }

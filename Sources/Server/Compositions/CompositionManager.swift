@@ -25,6 +25,7 @@ public import LiveStage
 import Pipeline
 import Stages
 import Storage
+import Composition
 
 public actor CompositionManager<Store: CompositionStore>: Service {
     struct Entry {
@@ -63,20 +64,20 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     let lifecycle: CompositionLifecycleConfiguration
     /// Which node runs a stage's compositions (this one, outside a fleet).
     let ownership: any StageOwnership
-    private let inbox: AsyncStream<(String, PipelineReport)>
-    private let inboxContinuation: AsyncStream<(String, PipelineReport)>.Continuation
+    let inbox: AsyncStream<(String, PipelineReport)>
+    let inboxContinuation: AsyncStream<(String, PipelineReport)>.Continuation
     /// Background work run() runs as its children (see `run`).
-    private let pendingJobs: AsyncStream<@Sendable () async -> Void>
-    private let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
+    let pendingJobs: AsyncStream<@Sendable () async -> Void>
+    let jobs: AsyncStream<@Sendable () async -> Void>.Continuation
 
     /// systemd: the watchdog is pinged and the status updated from the timer loop.
-    private let notifier: SystemdNotifier?
-    private var entries: [String: Entry] = [:]
-    private var outbox: [CompositionStateChangeEvent] = []
-    private var dirty: Set<String> = []
-    private var flushing = false
+    let notifier: SystemdNotifier?
+    var entries: [String: Entry] = [:]
+    var outbox: [CompositionStateChangeEvent] = []
+    var dirty: Set<String> = []
+    var flushing = false
     /// Rung after every change of `entries` that waits look for (a pipeline's report, a flush).
-    private let changes = ChangeSignal()
+    let changes = ChangeSignal()
 
     public init(configuration: ServerConfiguration, store: Store, events: any EventSink,
                 launcher: any CompositionPipelineLauncher, buckets: BucketService, hub: LiveStageHub? = nil, clock: any MediaClock,
@@ -134,7 +135,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         }
     }
 
-    private func timerLoop() async {
+    func timerLoop() async {
         while !Task.isCancelled {
             let now = clock.now()
             let wake = min(nextWakeUp() ?? now + .seconds(1), now + .milliseconds(250))
@@ -170,418 +171,18 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     }
 
     /// Every composition has ended, its pipeline is gone, and its final state is stored and published.
-    private var isSettled: Bool {
+    var isSettled: Bool {
         !entries.values.contains(where: { !$0.isTerminal || $0.handle != nil }) && !flushing && dirty.isEmpty && outbox.isEmpty
     }
 
     /// Waits until `condition` holds or `deadline` passes (checked after every change `changes` rings).
-    private func waitUntil(_ deadline: ContinuousClock.Instant, _ condition: () -> Bool) async -> Bool {
+    func waitUntil(_ deadline: ContinuousClock.Instant, _ condition: () -> Bool) async -> Bool {
         while true {
             let seen = changes.generation
             if condition() { return true }
             guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
             await changes.changed(after: seen, deadline: deadline)
         }
-    }
-
-    // MARK: Start-up
-
-    /// Finalizes a crashed composition's S3 recording once its spool is uploaded; retries
-    /// every 10 s while the bucket fails, for as long as the daemon runs.
-    private func finalizeLater(_ recording: StoredRecording, bucket: String, record: StoredComposition, restartedAt: Date,
-                               reason: String, logger: Logger) {
-        guard let storage = buckets.storage(bucket: bucket) else {
-            logger.error("recording cannot be finalized: its bucket is no longer configured", metadata: ["bucket": "\(bucket)"])
-            return
-        }
-        let spool = buckets.spool(destinationId: recording.destinationId)
-        let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
-        let stageArn = record.composition.stageArn
-        logger.notice("recording is finalized once its spool is uploaded",
-                      metadata: ["destination.id": "\(recording.destinationId)", "spool.objects": "\(spool?.status.objects ?? 0)"])
-        jobs.yield {
-            await spool?.finished()
-            var attempts = 0
-            while !Task.isCancelled {
-                attempts += 1
-                do {
-                    let result = try await RecordingRecovery.finalize(recording, storage: storage, stageArn: stageArn, startedAt: started,
-                                                                      restartedAt: restartedAt, reason: reason, logger: logger)
-                    logger.notice("recording finalized after restart", metadata: [
-                        "destination.id": "\(recording.destinationId)", "segments": "\(result.segments)",
-                        "duration.ms": "\(result.durationMs)", "recording.ended": "\(result.endedAt)"])
-                    return
-                } catch {
-                    if attempts == 1 || attempts % 10 == 0 {
-                        logger.warning("recording not finalized yet; retrying", metadata: ["error": "\(error)", "attempts": "\(attempts)"])
-                    }
-                    try? await Task.sleep(for: .seconds(10))
-                }
-            }
-        }
-    }
-
-    /// Loads persisted compositions. Those that were running when the process died are
-    /// finalized (recording playlist VOD + ENDLIST, recording-failed.json) and marked FAILED.
-    /// In a fleet the store is shared: this node loads nothing (reads come from the store) and
-    /// fails only what it is handed with `takeOver`.
-    public func restore() async throws(APIError) {
-        guard !ownership.isFleet else { return }
-        let stored: [StoredComposition]
-        do { stored = try await store.compositions() } catch { throw .internalServer("composition store: \(error.message)") }
-        let now = clock.now()
-        let wallNow = wallClock()
-        for record in stored {
-            if record.composition.state == .stopped || record.composition.state == .failed {
-                let endSeconds = record.composition.endTime?.secondsSince1970 ?? Int64(wallNow.timeIntervalSince1970)
-                let age = max(0, Int64(wallNow.timeIntervalSince1970) - endSeconds)
-                entries[record.arn] = Entry(stored: record, endedAt: now - .seconds(age), logger: entryLogger(record.arn))
-                continue
-            }
-            await failOrphan(record, reason: Self.restartReason, wallNow: wallNow)
-        }
-        await flush()
-        updateMetrics()
-    }
-
-    /// Fails the compositions still running on `stages`, which a node that is gone held
-    /// (reaped by this one, or this node's own earlier incarnation): each is marked FAILED with
-    /// `reason` and a Session Failure event, and its S3 recording finalized from the segments
-    /// in the bucket. Returns how many.
-    @discardableResult
-    public func takeOver(stages: [String], reason: String) async -> Int {
-        guard !stages.isEmpty else { return 0 }
-        let stored: [StoredComposition]
-        do { stored = try await store.compositions() } catch {
-            logger.error("compositions of a lost node cannot be read; they stay as they are", metadata: ["error": "\(error)"])
-            return 0
-        }
-        let wanted = Set(stages)
-        let orphans = stored.filter { record in
-            wanted.contains(record.composition.stageArn) && entries[record.arn] == nil
-                && record.composition.state != .stopped && record.composition.state != .failed
-        }
-        let wallNow = wallClock()
-        for record in orphans { await failOrphan(record, reason: reason, wallNow: wallNow) }
-        // Those that had already ended are kept here for their retention (then deleted), as
-        // their node would have: nothing else would ever remove them from the table.
-        for record in stored where wanted.contains(record.composition.stageArn) && entries[record.arn] == nil {
-            entries[record.arn] = Entry(stored: record, endedAt: clock.now(), logger: entryLogger(record.arn))
-        }
-        await flush()
-        updateMetrics()
-        return orphans.count
-    }
-
-    private func entryLogger(_ arn: String) -> Logger {
-        var entryLogger = logger
-        entryLogger[metadataKey: "composition.id"] = "\(arn.split(separator: "/").last ?? "")"
-        return entryLogger
-    }
-
-    /// A composition whose process is gone: its recording finalized, FAILED with `reason`.
-    private func failOrphan(_ original: StoredComposition, reason given: String, wallNow: Date) async {
-        var record = original
-        let entryLogger = entryLogger(record.arn)
-        var reason = given
-        if let recording = record.recording, let bucket = recording.bucket, buckets.isSpooled(bucket: bucket) {
-            // An S3 bucket may be out now: finalize in the background, once the spool the
-            // dead process left (if it was this host) has been uploaded, retrying until the
-            // bucket answers.
-            finalizeLater(recording, bucket: bucket, record: record, restartedAt: wallNow, reason: reason, logger: entryLogger)
-        } else if let recording = record.recording {
-            let started = record.composition.startTime.map { Date(timeIntervalSince1970: TimeInterval($0.secondsSince1970)) }
-            do {
-                let result = try await RecordingRecovery.finalize(recording, storage: LocalDirectoryStorage(rootPath: recording.storageRoot),
-                                                                  stageArn: record.composition.stageArn,
-                                                                  startedAt: started, restartedAt: wallNow, reason: reason,
-                                                                  logger: entryLogger)
-                entryLogger.notice("recording finalized after restart",
-                                   metadata: ["destination.id": "\(recording.destinationId)",
-                                              "segments": "\(result.segments)", "duration.ms": "\(result.durationMs)",
-                                              "recording.ended": "\(result.endedAt)"])
-            } catch {
-                entryLogger.error("recording could not be finalized after restart", metadata: ["error": "\(error)"])
-                reason += "; recording could not be finalized: \(error)"
-            }
-        }
-        let timestamp = APITimestamp(secondsSince1970: Int64(wallNow.timeIntervalSince1970))
-        for index in record.composition.destinations.indices {
-            let destination = record.composition.destinations[index]
-            switch destination.state {
-            case .active, .reconnecting, .stopping:
-                record.composition.destinations[index].state = .stopped
-                record.composition.destinations[index].endTime = timestamp
-                enqueue(.destinationEnd(destinationID: destination.id), record: record)
-            case .starting:
-                record.composition.destinations[index].state = .failed
-                record.composition.destinations[index].endTime = timestamp
-            case .stopped, .failed:
-                break
-            }
-        }
-        record.composition.state = .failed
-        record.composition.endTime = timestamp
-        record.failureReason = reason
-        enqueue(.sessionFailure(reason: reason), record: record)
-        entryLogger.warning("composition's process is gone; marked FAILED", metadata: ["reason": "\(reason)"])
-        entries[record.arn] = Entry(stored: record, endedAt: clock.now(), logger: entryLogger)
-        dirty.insert(record.arn)
-    }
-
-    // MARK: API
-
-    /// Where a StartComposition ran.
-    public enum StartOutcome: Sendable {
-        case started(Composition)
-        /// The stage is (now) placed on another node: the call goes there.
-        case elsewhere(FleetPeer)
-    }
-
-    /// Starts a composition on this node, which must own its stage (tests, one host).
-    public func start(_ request: StartCompositionRequest) async throws(APIError) -> Composition {
-        switch try await start(request, forwarded: false) {
-        case .started(let composition): return composition
-        case .elsewhere(let peer): throw .internalServer("stage \(request.stageArn) is placed on node \(peer.nodeId)")
-        }
-    }
-
-    /// Starts a composition if this node owns (or is chosen for) the stage; `forwarded`: the
-    /// call came from another node, so the stage must be here.
-    public func start(_ request: StartCompositionRequest, forwarded: Bool) async throws(APIError) -> StartOutcome {
-        if let token = request.idempotencyToken,
-           let existing = entries.values.first(where: { $0.stored.idempotencyToken == token }) {
-            return .started(existing.stored.composition)
-        }
-        guard let stageARN = IVSARN(parsing: request.stageArn, expecting: .stage), arnContext.owns(stageARN),
-              let stage = try await catalog.stage(arn: request.stageArn) else {
-            throw .resourceNotFound("stageArn: stage \(request.stageArn) not found")
-        }
-        let running = entries.values.filter { !$0.isTerminal }.count
-        guard running < configuration.quotas.concurrentCompositions else {
-            throw .serviceQuotaExceeded("concurrent compositions: the quota of \(configuration.quotas.concurrentCompositions) is reached")
-        }
-
-        // Plan every destination before creating anything: what the request names is looked
-        // up here, the rules are CompositionPlanner's.
-        var lookups = CompositionPlanner.Lookups()
-        let named = CompositionPlanner.namedConfigurations(request)
-        for arn in named.encoders where lookups.encoders[arn] == nil {
-            do { lookups.encoders[arn] = try await store.encoderConfiguration(arn: arn) } catch {
-                throw .internalServer("encoder configuration store: \(error.message)")
-            }
-        }
-        for arn in named.storages where lookups.storages[arn] == nil {
-            lookups.storages[arn] = try await storageConfiguration(arn)
-        }
-        for entry in entries.values where !entry.isTerminal {
-            for destination in entry.stored.composition.destinations {
-                if let channel = destination.configuration.channel?.channelArn { lookups.channelsInUse.insert(channel) }
-            }
-        }
-        let compositionID = ResourceID.random()
-        let planner = CompositionPlanner(arnContext: arnContext, channels: configuration.channels,
-                                         bucketDirectories: configuration.buckets.mapValues { $0.directory })
-        let plan = try planner.plan(request, stageId: stageARN.resourceID, compositionId: compositionID.rawValue,
-                                    destinationIds: request.destinations.map { _ in ResourceID.random().rawValue }, lookups: lookups)
-
-        // The stage's media. A recorded source's problems fail the composition (Session
-        // Failure), not the call; a live stage starts with whoever publishes now.
-        var sourceProblem: String?
-        var publishersAtStart = 0
-        let media: StageMedia
-        if let sourcePath = stage.sourcePath {
-            media = .recorded(path: sourcePath)
-            do {
-                let recorded = try RecordedStage.load(from: sourcePath)
-                let participants = recorded.manifest.participants
-                if participants.count > configuration.quotas.publishersPerStage {
-                    throw APIError.serviceQuotaExceeded(
-                        "publishers per stage: stage \(request.stageArn) has \(participants.count) publishers, the quota is \(configuration.quotas.publishersPerStage)")
-                }
-                publishersAtStart = participants.filter { $0.state(atMs: 0).isPublished }.count
-            } catch let error as APIError {
-                throw error
-            } catch {
-                sourceProblem = "stage source cannot be read: \(error)"
-            }
-        } else if let hub {
-            media = .live
-            publishersAtStart = hub.publishers(stageArn: request.stageArn).count
-        } else {
-            media = .live
-            sourceProblem = "stage \(request.stageArn) has no recorded source (tag \(StageCatalog<Store>.sourceTag)) and live ingest is disabled"
-        }
-
-        // Where it runs: the stage's node, with room for what it costs.
-        let cost = PlacementCost.composition(
-            renditions: [PlacementCost.Rendition(width: plan.encoder.width, height: plan.encoder.height,
-                                                 framerate: Double(plan.encoder.frameRate.numerator) / Double(max(plan.encoder.frameRate.denominator, 1)))],
-            participants: publishersAtStart)
-        let reservation: StageReservation
-        switch try await ownership.claim(stageArn: request.stageArn, millicores: cost, preferLocal: false, forwarded: forwarded) {
-        case .remote(let peer): return .elsewhere(peer)
-        case .local(let held): reservation = held
-        }
-
-        // Create.
-        let arn = arnContext.arn(.composition, id: compositionID).description
-        let now = clock.now()
-        let timestamp = wallTimestamp()
-        let destinations = plan.destinations
-        let recording = plan.recording?.stored
-        let composition = Composition(arn: arn, stageArn: request.stageArn, state: .starting,
-                                      layout: plan.layout, destinations: destinations,
-                                      tags: request.tags ?? [:], startTime: timestamp)
-        var entryLogger = logger
-        entryLogger[metadataKey: "composition.id"] = "\(compositionID)"
-        let machine = CompositionStateMachine(destinationIDs: destinations.map(\.id), createdAt: now,
-                                              publisherCount: publishersAtStart, configuration: lifecycle)
-        var entry = Entry(stored: StoredComposition(composition: composition, idempotencyToken: request.idempotencyToken,
-                                                    recording: recording),
-                          machine: machine, publishers: publishersAtStart, logger: entryLogger, reservation: reservation)
-        // Persisted before anything runs: a composition the store cannot keep would be lost
-        // (and its recording never finalized) after a restart, so the call fails instead.
-        do {
-            try await store.putComposition(entry.stored)
-        } catch {
-            entry.logger.error("composition could not be persisted; not started", metadata: ["error": "\(error)"])
-            await ownership.release(reservation)
-            throw .internalServer("the composition could not be stored: \(error.message)")
-        }
-        entry.logger.info("composition starting", metadata: ["stage.arn": "\(request.stageArn)",
-                                                              "destinations": "\(destinations.count)"])
-
-        if let sourceProblem {
-            entries[arn] = entry
-            dirty.insert(arn)
-            await apply(.sourceFailed(reason: sourceProblem), to: arn)
-            return .started(entries[arn]?.stored.composition ?? composition)
-        }
-        if plan.recording != nil || plan.channel != nil {
-            let uploads = plan.recording.map { [buckets] recording in
-                let (bucket, destinationId) = (recording.bucket, recording.stored.destinationId)
-                return { @Sendable logger in
-                    buckets.uploads(bucket: bucket, compositionArn: arn, destinationId: destinationId, logger: logger)
-                }
-            }
-            let job = PipelineJob(
-                stageArn: request.stageArn, source: media,
-                plan: CompositionPlanner.compositionPlan(plan, compositionId: compositionID.rawValue, uploads: uploads,
-                                                         preset: configuration.encoderPreset, lowLatency: media == .live))
-            let continuation = inboxContinuation
-            entry.handle = launcher.launch(job, logger: entry.logger) { report in continuation.yield((arn, report)) }
-        }
-        entries[arn] = entry
-        dirty.insert(arn)
-        await flush()
-        updateMetrics()
-        return .started(entries[arn]?.stored.composition ?? composition)
-    }
-
-    public func stop(arn: String) async throws(APIError) {
-        guard let entry = visibleEntry(arn) else { throw .resourceNotFound("arn: composition \(arn) not found") }
-        guard !entry.isTerminal else { return }
-        entry.logger.info("stop requested")
-        await apply(.stopRequested, to: arn)
-    }
-
-    /// A composition this node runs or ran; in a fleet, else the one the store has (another
-    /// node's).
-    public func composition(arn: String) async throws(APIError) -> Composition {
-        if let entry = visibleEntry(arn) { return entry.stored.composition }
-        if ownership.isFleet, let stored = try await storedComposition(arn) { return stored.composition }
-        throw .resourceNotFound("arn: composition \(arn) not found")
-    }
-
-    /// Every visible composition (ended ones until their retention runs out); in a fleet, with
-    /// the other nodes' from the store.
-    public func compositions() async throws(APIError) -> [Composition] {
-        let now = clock.now()
-        var all: [String: Composition] = [:]
-        if ownership.isFleet {
-            do {
-                for stored in try await store.compositions() { all[stored.arn] = stored.composition }
-            } catch {
-                throw .internalServer("composition store: \(error.message)")
-            }
-        }
-        for entry in entries.values where !isExpired(entry, now: now) { all[entry.stored.arn] = entry.stored.composition }
-        return all.values.sorted { $0.arn < $1.arn }
-    }
-
-    /// A page of `compositions()` after `after` by ARN (of `stageArn`'s, when given): in a
-    /// fleet, a page of the store's with this node's own among it; `nextKey` is the store's.
-    public func compositions(stageArn: String?, after: String?, limit: Int) async throws(APIError) -> KeysetPage<Composition> {
-        var page: [String: Composition] = [:]
-        var nextKey: String?
-        if ownership.isFleet {
-            do {
-                let stored = try await store.compositions(stageArn: stageArn, after: after, limit: limit)
-                for value in stored.items { page[value.arn] = value.composition }
-                nextKey = stored.nextKey
-            } catch {
-                throw .internalServer("composition store: \(error.message)")
-            }
-        }
-        let now = clock.now()
-        for entry in entries.values where !isExpired(entry, now: now) {
-            let composition = entry.stored.composition
-            guard after.map({ $0.utf8.lexicographicallyPrecedes(composition.arn.utf8) }) ?? true,
-                  nextKey.map({ !$0.utf8.lexicographicallyPrecedes(composition.arn.utf8) }) ?? true,
-                  stageArn.map({ composition.stageArn == $0 }) ?? true else { continue }
-            page[composition.arn] = composition
-        }
-        return KeysetPage(items: page.values.sorted { $0.arn.utf8.lexicographicallyPrecedes($1.arn.utf8) }, nextKey: nextKey)
-    }
-
-    private func storedComposition(_ arn: String) async throws(APIError) -> StoredComposition? {
-        do { return try await store.composition(arn: arn) } catch { throw .internalServer("composition store: \(error.message)") }
-    }
-
-    /// The stage of a composition this node does not run (another node's, in a fleet).
-    public func stageOfStoredComposition(arn: String) async throws(APIError) -> String? {
-        guard entries[arn] == nil, ownership.isFleet else { return nil }
-        return try await storedComposition(arn)?.composition.stageArn
-    }
-
-    /// Compositions not yet ended that use `arn` (an encoder or storage configuration, or a
-    /// stage); in a fleet, any node's.
-    public func isInUse(_ arn: String) async throws(APIError) -> Bool {
-        func uses(_ composition: Composition) -> Bool {
-            guard composition.state != .stopped && composition.state != .failed else { return false }
-            return composition.stageArn == arn || composition.destinations.contains { destination in
-                let c = destination.configuration
-                return c.channel?.encoderConfigurationArn == arn || c.s3?.storageConfigurationArn == arn
-                    || (c.s3?.encoderConfigurationArns.contains(arn) ?? false)
-            }
-        }
-        if entries.values.contains(where: { uses($0.stored.composition) }) { return true }
-        guard ownership.isFleet else { return false }
-        return try await compositions().contains(where: uses)
-    }
-
-    /// Replaces a visible composition's tags with `update(current)`.
-    public func updateTags(arn: String, _ update: @Sendable (Tags) -> Tags) async throws(APIError) -> Tags {
-        guard var entry = visibleEntry(arn) else {
-            // In a fleet, one no node runs any more (it ended elsewhere, or its node is gone): the
-            // stored record, which the store lets this node write only while no other node holds the stage.
-            guard ownership.isFleet, var stored = try await storedComposition(arn) else {
-                throw .resourceNotFound("resourceArn: \(arn) not found")
-            }
-            let tags = update(stored.composition.tags ?? [:])
-            stored.composition.tags = tags
-            do { try await store.putComposition(stored) } catch {
-                throw .internalServer("the composition's tags could not be stored: \(error.message)")
-            }
-            return tags
-        }
-        let tags = update(entry.stored.composition.tags ?? [:])
-        entry.stored.composition.tags = tags
-        entries[arn] = entry
-        dirty.insert(arn)
-        await flush()
-        return tags
     }
 
     // MARK: Lifecycle
@@ -627,7 +228,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     /// The RTMP sink reconnects by itself; its reports only move the destination's state:
     /// connected → ACTIVE (Destination Start, again after a recovery), dropped →
     /// RECONNECTING (Destination Reconnecting), gave up → FAILED (Destination Failure).
-    private func handleChannel(_ event: ChannelEvent, destinationID id: String, arn: String) async {
+    func handleChannel(_ event: ChannelEvent, destinationID id: String, arn: String) async {
         let lifecycleEvent: CompositionEvent
         switch event {
         case .active: lifecycleEvent = .destinationOutput(destinationID: id)
@@ -671,13 +272,13 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     }
 
     /// Compositions not yet ended, and the publishers they show.
-    private var runningCount: (compositions: Int, publishers: Int) {
+    var runningCount: (compositions: Int, publishers: Int) {
         entries.values.reduce(into: (0, 0)) { count, entry in
             if !entry.isTerminal { count.0 += 1; count.1 += entry.publishers }
         }
     }
 
-    private func nextWakeUp() -> MediaTime? {
+    func nextWakeUp() -> MediaTime? {
         var next: MediaTime?
         for entry in entries.values {
             let deadline = entry.isTerminal ? entry.endedAt.map { $0 + lifecycle.retention } : entry.machine?.nextDeadline
@@ -686,7 +287,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         return next
     }
 
-    private func apply(_ event: CompositionEvent, to arn: String) async {
+    func apply(_ event: CompositionEvent, to arn: String) async {
         guard var entry = entries[arn], var machine = entry.machine else { return }
         let now = clock.now()
         let actions = machine.on(event, at: now)
@@ -728,7 +329,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     }
 
     /// Copies the machine's states onto the API shape, stamping wall-clock times on changes.
-    private func sync(_ entry: inout Entry, with machine: CompositionStateMachine) {
+    func sync(_ entry: inout Entry, with machine: CompositionStateMachine) {
         let timestamp = wallTimestamp()
         let status = CompositionState(rawValue: machine.status.rawValue) ?? .failed
         if entry.stored.composition.state != status {
@@ -748,7 +349,7 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         }
     }
 
-    private func enqueue(_ notification: CompositionNotification, record: StoredComposition) {
+    func enqueue(_ notification: CompositionNotification, record: StoredComposition) {
         outbox.append(builder.event(for: notification, compositionArn: record.arn, stageArn: record.composition.stageArn))
     }
 
@@ -783,32 +384,32 @@ public actor CompositionManager<Store: CompositionStore>: Service {
 
     // MARK: Helpers
 
-    private func visibleEntry(_ arn: String) -> Entry? {
+    func visibleEntry(_ arn: String) -> Entry? {
         guard let entry = entries[arn], !isExpired(entry, now: clock.now()) else { return nil }
         return entry
     }
 
-    private func isExpired(_ entry: Entry, now: MediaTime) -> Bool {
+    func isExpired(_ entry: Entry, now: MediaTime) -> Bool {
         guard entry.isTerminal, let endedAt = entry.endedAt else { return false }
         return now >= endedAt + lifecycle.retention
     }
 
-    private func wallTimestamp() -> APITimestamp {
+    func wallTimestamp() -> APITimestamp {
         APITimestamp(secondsSince1970: Int64(wallClock().timeIntervalSince1970.rounded(.down)))
     }
 
-    private func encoderConfiguration(_ arn: String, at path: String) async throws(APIError) -> EncoderConfiguration {
+    func encoderConfiguration(_ arn: String, at path: String) async throws(APIError) -> EncoderConfiguration {
         let found: EncoderConfiguration?
         do { found = try await store.encoderConfiguration(arn: arn) } catch { throw .internalServer("encoder configuration store: \(error.message)") }
         guard let found else { throw .resourceNotFound("\(path): encoder configuration \(arn) not found") }
         return found
     }
 
-    private func storageConfiguration(_ arn: String) async throws(APIError) -> StorageConfiguration? {
+    func storageConfiguration(_ arn: String) async throws(APIError) -> StorageConfiguration? {
         do { return try await store.storageConfiguration(arn: arn) } catch { throw .internalServer("storage configuration store: \(error.message)") }
     }
 
-    private func updateMetrics() {
+    func updateMetrics() {
         guard let metrics else { return }
         var compositions: [String: Int] = [:]
         var destinations: [String: Int] = [:]

@@ -12,6 +12,7 @@ public import LiveStage
 import Stages
 import Storage
 import Synchronization
+public import Composition
 
 /// Everything a pipeline needs: where the stage's media comes from and what to make of it
 /// (CompositionPlanner's plan, as the runner takes it).

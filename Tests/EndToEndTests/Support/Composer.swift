@@ -12,6 +12,7 @@ import Pipeline
 import Stages
 import Storage
 import Synchronization
+import Composition
 
 /// One finished composite recording on disk.
 struct ComposedRecording: Sendable {

@@ -14,11 +14,11 @@ public import Pipeline
 
 public struct CompositionPlanner: Sendable {
     public var arnContext: ARNContext
-    public var channels: [ServerConfiguration.ChannelEntry]
+    public var channels: [ConfiguredChannel]
     /// Bucket names this server writes, with their local directory when they have one.
     public var bucketDirectories: [String: String?]
 
-    public init(arnContext: ARNContext, channels: [ServerConfiguration.ChannelEntry], bucketDirectories: [String: String?]) {
+    public init(arnContext: ARNContext, channels: [ConfiguredChannel], bucketDirectories: [String: String?]) {
         self.arnContext = arnContext
         self.channels = channels
         self.bucketDirectories = bucketDirectories
@@ -45,6 +45,13 @@ public struct CompositionPlanner: Sendable {
         /// From the destination's thumbnailConfigurations (IVS's default without one: every
         /// 60 s, SEQUENTIAL); nil when its storage list is empty.
         public var thumbnails: ThumbnailPlan?
+
+        public init(stored: StoredRecording, bucket: String, encoderConfigurationId: String, thumbnails: ThumbnailPlan?) {
+            self.stored = stored
+            self.bucket = bucket
+            self.encoderConfigurationId = encoderConfigurationId
+            self.thumbnails = thumbnails
+        }
     }
 
     public struct Plan {
@@ -151,16 +158,14 @@ public struct CompositionPlanner: Sendable {
                                      thumbnails: recording.thumbnails)
         }
         return CompositionPlan(compositionId: compositionId, encoder: plan.encoder, layout: plan.layout, recording: recording,
-                               channel: plan.channel, preset: preset, lowLatency: lowLatency,
-                               reuseUnchangedTiles: tuning.reuseUnchangedTiles, encoderThreads: tuning.encoderThreads,
-                               parallelDecoding: tuning.parallelDecoding, decodeHiddenVideo: tuning.decodeHiddenVideo)
+                               channel: plan.channel, preset: preset, lowLatency: lowLatency, tuning: tuning)
     }
 
     /// The push a channel entry describes (its reconnect policy with defaults).
-    static func channelConfiguration(_ entry: ServerConfiguration.ChannelEntry) -> Destinations.ChannelDestinationConfiguration {
+    static func channelConfiguration(_ entry: ConfiguredChannel) -> Destinations.ChannelDestinationConfiguration {
         var ingest = entry.ingestEndpoint
         while ingest.hasSuffix("/") { ingest.removeLast() }
-        let reconnect = entry.reconnect ?? ServerConfiguration.ChannelEntry.Reconnect()
+        let reconnect = entry.reconnect ?? ConfiguredChannel.Reconnect()
         let policy = ChannelReconnectPolicy(enabled: reconnect.maxRetries > 0, maxRetries: reconnect.maxRetries,
                                             baseInterval: .microseconds(Int64(reconnect.baseIntervalSeconds * 1_000_000)))
         return Destinations.ChannelDestinationConfiguration(ingestURL: ingest, streamKey: entry.streamKey, reconnect: policy,
@@ -171,22 +176,6 @@ public struct CompositionPlanner: Sendable {
     private func encoder(_ arn: String, at path: String, _ lookups: Lookups) throws(APIError) -> EncoderConfiguration {
         guard let found = lookups.encoders[arn] else { throw .resourceNotFound("\(path): encoder configuration \(arn) not found") }
         return found
-    }
-}
-
-/// The runner's switches the CLI offers for comparisons (the daemon keeps the defaults).
-public struct CompositionTuning {
-    public var reuseUnchangedTiles = true
-    public var encoderThreads: Int?
-    public var parallelDecoding = true
-    public var decodeHiddenVideo = false
-
-    public init(reuseUnchangedTiles: Bool = true, encoderThreads: Int? = nil, parallelDecoding: Bool = true,
-                decodeHiddenVideo: Bool = false) {
-        self.reuseUnchangedTiles = reuseUnchangedTiles
-        self.encoderThreads = encoderThreads
-        self.parallelDecoding = parallelDecoding
-        self.decodeHiddenVideo = decodeHiddenVideo
     }
 }
 

@@ -2,6 +2,7 @@
 // source, the encoder settings, and one sink per destination. Shared by `compose` and the
 // daemon so both run exactly the same code.
 
+public import Destinations
 import Foundation
 public import HLS
 public import Layout
@@ -59,24 +60,14 @@ public struct CompositionPlan: Sendable {
     /// Live publishers: encode without lookahead, trading a little compression for hundreds
     /// of milliseconds of latency.
     public var lowLatency: Bool
-    /// Keep unchanged tiles' pixels between frames (see `CompositionSettings`).
-    public var reuseUnchangedTiles: Bool
-    /// x264 threads (0: x264's own choice, 1.5 per core; default: `EncoderSpec.defaultEncoderThreads`).
-    public var encoderThreads: Int
-    /// Decode participants side by side (see `CompositionSettings`).
-    public var parallelDecoding: Bool
-    /// Decode hidden participants' video too (for comparisons; see `CompositionSettings`).
-    public var decodeHiddenVideo: Bool
+    /// How the work is done (the CLI's comparison switches; the daemon keeps the defaults).
+    public var tuning: CompositionTuning
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
                 recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
-                lowLatency: Bool = false, reuseUnchangedTiles: Bool = true, encoderThreads: Int? = nil,
-                parallelDecoding: Bool = true, decodeHiddenVideo: Bool = false) {
-        self.encoderThreads = encoderThreads ?? encoder.defaultEncoderThreads
-        self.parallelDecoding = parallelDecoding
-        self.decodeHiddenVideo = decodeHiddenVideo
+                lowLatency: Bool = false, tuning: CompositionTuning = CompositionTuning()) {
+        self.tuning = tuning
         self.lowLatency = lowLatency
-        self.reuseUnchangedTiles = reuseUnchangedTiles
         self.compositionId = compositionId
         self.encoder = encoder
         self.layout = layout
@@ -91,6 +82,9 @@ public struct CompositionPlan: Sendable {
         let segment = recording?.targetSegmentDurationSeconds ?? 2
         return channel == nil ? segment : min(segment, 2)
     }
+
+    /// x264 threads (0: x264's own choice, 1.5 per core; default: `EncoderSpec.defaultEncoderThreads`).
+    public var encoderThreads: Int { tuning.encoderThreads ?? encoder.defaultEncoderThreads }
 
     public var videoSettings: VideoEncoderSettings {
         VideoEncoderSettings(width: encoder.width, height: encoder.height, frameRate: encoder.frameRate,
@@ -144,10 +138,7 @@ public final class CompositionRunner {
             channelSink = nil
         }
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
-                                           layout: plan.layout.makeEngine(), duration: duration,
-                                           reuseUnchangedTiles: plan.reuseUnchangedTiles,
-                                           parallelDecoding: plan.parallelDecoding,
-                                           decodeHiddenVideo: plan.decodeHiddenVideo)
+                                           layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning)
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

@@ -1,0 +1,125 @@
+// StopComposition, the reads the API makes (Get/List, in use, tags).
+public import APIModels
+public import Foundation
+import Lifecycle
+public import Logging
+public import MediaCore
+public import Persistence
+public import ServiceLifecycle
+import Destinations
+import Fleet
+import Events
+public import EventSinks
+import HLS
+public import LiveStage
+import Pipeline
+import Stages
+import Storage
+import Composition
+
+extension CompositionManager {
+    public func stop(arn: String) async throws(APIError) {
+        guard let entry = visibleEntry(arn) else { throw .resourceNotFound("arn: composition \(arn) not found") }
+        guard !entry.isTerminal else { return }
+        entry.logger.info("stop requested")
+        await apply(.stopRequested, to: arn)
+    }
+
+    /// A composition this node runs or ran; in a fleet, else the one the store has (another
+    /// node's).
+    public func composition(arn: String) async throws(APIError) -> Composition {
+        if let entry = visibleEntry(arn) { return entry.stored.composition }
+        if ownership.isFleet, let stored = try await storedComposition(arn) { return stored.composition }
+        throw .resourceNotFound("arn: composition \(arn) not found")
+    }
+
+    /// Every visible composition (ended ones until their retention runs out); in a fleet, with
+    /// the other nodes' from the store.
+    public func compositions() async throws(APIError) -> [Composition] {
+        let now = clock.now()
+        var all: [String: Composition] = [:]
+        if ownership.isFleet {
+            do {
+                for stored in try await store.compositions() { all[stored.arn] = stored.composition }
+            } catch {
+                throw .internalServer("composition store: \(error.message)")
+            }
+        }
+        for entry in entries.values where !isExpired(entry, now: now) { all[entry.stored.arn] = entry.stored.composition }
+        return all.values.sorted { $0.arn < $1.arn }
+    }
+
+    /// A page of `compositions()` after `after` by ARN (of `stageArn`'s, when given): in a
+    /// fleet, a page of the store's with this node's own among it; `nextKey` is the store's.
+    public func compositions(stageArn: String?, after: String?, limit: Int) async throws(APIError) -> KeysetPage<Composition> {
+        var page: [String: Composition] = [:]
+        var nextKey: String?
+        if ownership.isFleet {
+            do {
+                let stored = try await store.compositions(stageArn: stageArn, after: after, limit: limit)
+                for value in stored.items { page[value.arn] = value.composition }
+                nextKey = stored.nextKey
+            } catch {
+                throw .internalServer("composition store: \(error.message)")
+            }
+        }
+        let now = clock.now()
+        for entry in entries.values where !isExpired(entry, now: now) {
+            let composition = entry.stored.composition
+            guard after.map({ $0.utf8.lexicographicallyPrecedes(composition.arn.utf8) }) ?? true,
+                  nextKey.map({ !$0.utf8.lexicographicallyPrecedes(composition.arn.utf8) }) ?? true,
+                  stageArn.map({ composition.stageArn == $0 }) ?? true else { continue }
+            page[composition.arn] = composition
+        }
+        return KeysetPage(items: page.values.sorted { $0.arn.utf8.lexicographicallyPrecedes($1.arn.utf8) }, nextKey: nextKey)
+    }
+
+    func storedComposition(_ arn: String) async throws(APIError) -> StoredComposition? {
+        do { return try await store.composition(arn: arn) } catch { throw .internalServer("composition store: \(error.message)") }
+    }
+
+    /// The stage of a composition this node does not run (another node's, in a fleet).
+    public func stageOfStoredComposition(arn: String) async throws(APIError) -> String? {
+        guard entries[arn] == nil, ownership.isFleet else { return nil }
+        return try await storedComposition(arn)?.composition.stageArn
+    }
+
+    /// Compositions not yet ended that use `arn` (an encoder or storage configuration, or a
+    /// stage); in a fleet, any node's.
+    public func isInUse(_ arn: String) async throws(APIError) -> Bool {
+        func uses(_ composition: Composition) -> Bool {
+            guard composition.state != .stopped && composition.state != .failed else { return false }
+            return composition.stageArn == arn || composition.destinations.contains { destination in
+                let c = destination.configuration
+                return c.channel?.encoderConfigurationArn == arn || c.s3?.storageConfigurationArn == arn
+                    || (c.s3?.encoderConfigurationArns.contains(arn) ?? false)
+            }
+        }
+        if entries.values.contains(where: { uses($0.stored.composition) }) { return true }
+        guard ownership.isFleet else { return false }
+        return try await compositions().contains(where: uses)
+    }
+
+    /// Replaces a visible composition's tags with `update(current)`.
+    public func updateTags(arn: String, _ update: @Sendable (Tags) -> Tags) async throws(APIError) -> Tags {
+        guard var entry = visibleEntry(arn) else {
+            // In a fleet, one no node runs any more (it ended elsewhere, or its node is gone): the
+            // stored record, which the store lets this node write only while no other node holds the stage.
+            guard ownership.isFleet, var stored = try await storedComposition(arn) else {
+                throw .resourceNotFound("resourceArn: \(arn) not found")
+            }
+            let tags = update(stored.composition.tags ?? [:])
+            stored.composition.tags = tags
+            do { try await store.putComposition(stored) } catch {
+                throw .internalServer("the composition's tags could not be stored: \(error.message)")
+            }
+            return tags
+        }
+        let tags = update(entry.stored.composition.tags ?? [:])
+        entry.stored.composition.tags = tags
+        entries[arn] = entry
+        dirty.insert(arn)
+        await flush()
+        return tags
+    }
+}
