@@ -48,10 +48,16 @@ import Testing
         func wait(_ participantId: String, on stageArn: String, to state: ParticipantState) async throws {
             let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline {
-                if let session = try await store.stageSessions(stageArn: stageArn).last?.session.sessionId,
-                   try await store.participant(stageArn: stageArn, sessionId: session, participantId: participantId)?.participant.state == state {
-                    return
+                // Over every session of the stage (a rejoin opens a new one, and two sessions
+                // started within a second do not sort by time): CONNECTED in one, or in none.
+                var states: [ParticipantState] = []
+                for stored in try await store.stageSessions(stageArn: stageArn) {
+                    guard let session = stored.session.sessionId,
+                          let found = try await store.participant(stageArn: stageArn, sessionId: session, participantId: participantId)
+                    else { continue }
+                    if let participantState = found.participant.state { states.append(participantState) }
                 }
+                if state == .connected ? states.contains(.connected) : (!states.isEmpty && !states.contains(.connected)) { return }
                 try await Task.sleep(for: .milliseconds(10))
             }
             Issue.record("\(participantId) on \(stageArn) did not become \(state)")

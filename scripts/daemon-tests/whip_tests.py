@@ -197,13 +197,11 @@ def test_mixed_stage_aiortc_h264_vp8_and_rtmp(d):
 
 
 def test_whip_http_rules(d):
-    """The WHIP resource rules and every refusal, each alone while a publisher keeps publishing:
-    OPTIONS (CORS), PATCH → 405, no token / a forged or expired token → 401, a subscribe-only
-    token → 403, an offer without video or audio → 400 naming it, a token used twice → 409,
-    garbage datagrams and STUN with a wrong password (answered 401) on the media port, and a
-    DTLS fingerprint mismatch, which ends only that session. A token signed with an imported
-    public key is accepted. DisconnectParticipant revokes a token (403 until it expires), and
-    deleting a public key ends the sessions it admitted."""
+    """What needs real WebRTC clients, each alone while a publisher keeps publishing: a token
+    signed with an imported public key publishes; garbage datagrams and a DTLS fingerprint
+    mismatch end nothing but that session; DisconnectParticipant disconnects a real publisher,
+    and deleting a public key ends the sessions it admitted. (The HTTP rules — CORS, 405, 401,
+    403, 415, 400, 409, revoked tokens, DELETE — are WHIPEndpointTests, in process.)"""
     d.start()
     stage = create_stage(d)
     arn_stage = stage["arn"]
@@ -215,42 +213,6 @@ def test_whip_http_rules(d):
     try:
         wait_published(d, arn_stage, good["participantId"])
         session = session_id(d, arn_stage)
-
-        request = urllib.request.Request(url, method="OPTIONS")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            check(response.status == 204 and response.headers["Access-Control-Allow-Origin"] == "*"
-                  and "POST" in response.headers["Access-Control-Allow-Methods"], f"OPTIONS: {dict(response.headers)}")
-        offer = subprocess.run([sys.executable, os.path.join(CLIENTS, "whip_aiortc.py"), "--url", url, "--token", "x",
-                                "--offer-only"], capture_output=True, text=True, timeout=60).stdout
-        check("m=video" in offer and "m=audio" in offer, f"an aiortc offer: {offer[:300]}")
-
-        status, _, body = whip_post(url, None, offer)
-        check(status == 401 and "Bearer" in body, f"no token: {status} {body}")
-        status, _, body = whip_post(url, good["token"][:-8] + "AAAAAAAA", offer)
-        check(status == 401 and "signature" in body, f"forged token: {status} {body}")
-        subscriber = token(d, arn_stage, "viewer", capabilities=("SUBSCRIBE",))
-        status, _, body = whip_post(url, subscriber["token"], offer)
-        check(status == 403 and "PUBLISH" in body, f"subscribe-only token: {status} {body}")
-        status, _, body = whip_post(url, token(d, arn_stage, "late")["token"], offer, content_type="text/plain")
-        check(status == 415, f"wrong content type: {status} {body}")
-        no_video = re.sub(r"m=video.*?(?=m=audio|\Z)", "", offer, flags=re.S).replace(" 0 1", " 0").replace(" 1 0", " 0")
-        nv = token(d, arn_stage, "no-video")
-        status, _, body = whip_post(url, nv["token"], no_video)
-        check(status == 400 and "video" in body and "H.264" in body, f"offer without video: {status} {body}")
-        status, _, body = whip_post(url, good["token"], offer)
-        check(status == 409 and "already publishing" in body, f"the same token twice: {status} {body}")
-        # Refusals reach the event sinks asynchronously: wait for the three (bounded).
-        wanted = {(subscriber["participantId"], "INSUFFICIENT_CAPABILITIES"), (nv["participantId"], "INVALID_VIDEO_CODEC"),
-                  (good["participantId"], "REUSE_OF_STREAM_KEY")}
-        deadline = time.time() + 10
-        while True:
-            events = [e["detail"] for e in stage_updates(d, arn_stage) if e["detail"]["event_name"] == "Participant Publish Error"]
-            codes = {(e["participant_id"], e["error_code"]) for e in events}
-            if wanted <= codes or time.time() > deadline:
-                break
-            time.sleep(0.1)
-        check((subscriber["participantId"], "INSUFFICIENT_CAPABILITIES") in codes and (nv["participantId"], "INVALID_VIDEO_CODEC") in codes
-              and (good["participantId"], "REUSE_OF_STREAM_KEY") in codes, f"publish error events: {events}")
 
         # A customer key: import its public half, sign a token with the private half (Python).
         from cryptography.hazmat.primitives import hashes, serialization
@@ -273,9 +235,6 @@ def test_whip_http_rules(d):
         claims = {"exp": now + 600, "iat": now, "jti": "customerSigned1", "user_id": "customer", "resource": arn_stage,
                   "topic": arn_stage.rsplit("/", 1)[1], "events_url": "wss://example", "whip_url": url,
                   "capabilities": {"allow_publish": True}, "attributes": {}, "version": "1.0"}
-        expired = dict(claims, exp=now - 60, iat=now - 3600, jti="customerExpired")
-        status, _, body = whip_post(url, sign(expired), offer)
-        check(status == 401 and "expired" in body, f"expired token: {status} {body}")
         clients.append(AiortcPublisher(url, sign(claims), "green", 660, d.workdir, "customer", duration=600))
         wait_published(d, arn_stage, "customerSigned1")
 
@@ -297,11 +256,9 @@ def test_whip_http_rules(d):
         check(clients[0].process.poll() is None, f"the good publisher still runs: {clients[0].output()}")
         check(metric(d, "stage_compositor_whip_packets_received", good["participantId"]) > 200, "good publisher's packets")
 
-        # DisconnectParticipant revokes: the same token is refused (403) until it expires.
+        # DisconnectParticipant disconnects the real publisher.
         d.cli("disconnect-participant", "--stage-arn", arn_stage, "--participant-id", good["participantId"], "--reason", "test")
         wait_participant(d, arn_stage, session, good["participantId"], "DISCONNECTED", timeout=10)
-        status, _, body = whip_post(url, good["token"], offer)
-        check(status == 403 and "DisconnectParticipant" in body, f"a revoked token: {status} {body}")
         # Deleting a public key ends the sessions its tokens admitted.
         wait_participant(d, arn_stage, session, "customerSigned1", "CONNECTED", timeout=10)
         d.cli("delete-public-key", "--arn", key["arn"])
@@ -349,7 +306,8 @@ def stun_error_code(response):
 
 def test_stun_with_a_wrong_password_is_answered_401(d):
     """A connectivity check that names a real session's ufrag but is signed with a wrong
-    password is answered 401 Unauthorized and changes nothing; the session still connects."""
+    password is answered 401 Unauthorized and changes nothing; the session ID is not logged in
+    full. (Who may DELETE a session, and PATCH, are WHIPEndpointTests, in process.)"""
     d.start()
     stage = create_stage(d)
     url = stage["endpoints"]["whip"]
@@ -366,36 +324,9 @@ def test_stun_with_a_wrong_password_is_answered_401(d):
         response, _ = s.recvfrom(2048)
     check(response[0:2] == b"\x01\x11" and stun_error_code(response) == 401, f"STUN answer: {response.hex()}")
     location = headers["Location"]
-    base = url.split("/whip/")[0]
-
-    def delete(bearer):
-        request = urllib.request.Request(base + location, method="DELETE",
-                                         headers={"Authorization": f"Bearer {bearer}"} if bearer else {})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status
-        except urllib.error.HTTPError as error:
-            return error.code
-    # Only the session's own participant ends it: no token, another participant's token on the
-    # same stage, or a token of another stage leave it running.
-    other_stage = create_stage(d, "other")
-    refused = {"no token": delete(None), "another participant": delete(token(d, stage["arn"], "intruder")["token"]),
-               "another stage": delete(token(d, other_stage["arn"], "probe")["token"]), "garbage": delete("x.y.z")}
-    print(f"WHIP DELETE refusals: {refused}")
-    check(refused == {"no token": 401, "another participant": 404, "another stage": 401, "garbage": 401},
-          f"DELETE without the session's token: {refused}")
-    check(delete(tok["token"]) == 200, "DELETE with the session's token")
-    check(delete(tok["token"]) == 404, "a second DELETE is 404")
     with open(d.stderr_path) as f:
         logged = f.read()
     check(location.rsplit("/", 1)[1] not in logged, "the WHIP session ID is not logged in full")
-    request = urllib.request.Request(base + location, method="PATCH", data=b"a=end-of-candidates\r\n",
-                                     headers={"Content-Type": "application/trickle-ice-sdpfrag"})
-    try:
-        urllib.request.urlopen(request, timeout=10)
-        raise Failure("PATCH should be 405")
-    except urllib.error.HTTPError as error:
-        check(error.code == 405, f"PATCH: {error.code}")
     check(d.stop() == 0, "exit status")
 
 
