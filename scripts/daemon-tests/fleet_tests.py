@@ -33,7 +33,7 @@ import media_check  # noqa: E402
 from daemon_tests import ENV, REGION, Daemon, Failure, check, final_playlist, run_from_command_line  # noqa: E402
 from live_tests import SIZE, Publisher, check_phases, create_ingest, live_daemon  # noqa: E402
 from s3_tests import BUCKET, CREDENTIALS, Moto  # noqa: E402
-from whip_tests import CLIENTS, AiortcPublisher, free_udp_port, token, whip_post  # noqa: E402
+from whip_clients import CLIENTS, AiortcPublisher, free_udp_port, token, whip_post  # noqa: E402
 
 SECRET = "fleet-test-secret-4b1d9a"
 LEASE = {"leaseTtlSeconds": 3, "heartbeatSeconds": 0.3}

@@ -33,10 +33,10 @@ import media_check  # noqa: E402
 from daemon_tests import Failure, check, free_port, run_test, wait_state  # noqa: E402
 from live_tests import (SIZE, Publisher, create_ingest, create_stage, live_daemon, participants,  # noqa: E402
                         publish_url, recording_playlist, session_id, setup_encoder_and_storage, stage_updates,
-                        wait_participant, wait_published)
+                        wait_participant, wait_published, wait_whip_media)
 from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
+from whip_clients import CLIENTS, free_udp_port, whip_publisher, whip_result  # noqa: E402
 
-CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "whip-clients")
 HONEST = ("red", 440)
 
 
@@ -1035,27 +1035,6 @@ def metric_values(d, name, label_filter=""):
     return values
 
 
-def whip_publisher(d, stage_arn, user, script, args, workdir, name):
-    token = d.cli("create-participant-token", "--stage-arn", stage_arn, "--user-id", user,
-                  "--capabilities", "PUBLISH")["participantToken"]
-    whip_url = d.cli("get-stage", "--arn", stage_arn)["stage"]["endpoints"]["whip"]
-    log = open(os.path.join(workdir, f"{name}.log"), "w")
-    process = subprocess.Popen([sys.executable, os.path.join(CLIENTS, script), "--url", whip_url, "--token", token["token"]] + args,
-                               stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
-    return token["participantId"], process, log
-
-
-def whip_result(process, log, limit):
-    try:
-        out, _ = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate(timeout=10)
-    log.close()
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]) if lines else {}
-
-
 # The bound on how late the WHIP socket's event loop runs (its 10 ms tick, worst over each
 # second) while one session floods: every other session's datagrams wait at most this long
 # behind the flood. Measured on the loaded 2-core machine: see the test's output.
@@ -1079,7 +1058,6 @@ def test_whip_ssrc_and_dtls_flood(d):
         honest_id, honest, honest_log = whip_publisher(d, scene.arn_stage, "honest-whip", "whip_aiortc.py",
                                                        ["--color", "0,0,255", "--tone-hz", "880", "--duration", "22",
                                                         "--width", "320", "--height", "240"], d.workdir, "whip-honest")
-        from live_tests import wait_whip_media
         wait_whip_media(d, honest_id, packets=60, timeout=20)
         time.sleep(1)
         before = rss_mb(d)
@@ -1143,7 +1121,6 @@ def test_whip_sessions_per_address(d):
         for index in range(2):
             runs.append(whip_publisher(d, stage["arn"], f"ok{index}", "whip_aiortc.py",
                                        ["--duration", "6", "--width", "160", "--height", "120"], d.workdir, f"whip-ok{index}"))
-        from live_tests import wait_whip_media
         for participant_id, _, _ in runs:
             wait_whip_media(d, participant_id, packets=20, timeout=20)
         third = whip_publisher(d, stage["arn"], "third", "whip_aiortc.py",
@@ -1180,7 +1157,6 @@ def main():
         ingest = {}
         listen = {}
         if name in ("connection_caps", "whip_timestamp_flood", "whip_ssrc_and_dtls_flood", "whip_sessions_per_address"):
-            from whip_tests import free_udp_port
             ingest["whip"] = {"port": free_udp_port()}
         if name == "whip_sessions_per_address":
             ingest["whip"]["maxSessionsPerAddress"] = 2

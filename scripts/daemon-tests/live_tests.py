@@ -29,6 +29,7 @@ import media_check  # noqa: E402
 from daemon_tests import (CHANNEL_ARN, Daemon, Failure, NginxRTMP, check, final_playlist, free_port, recording_dir,  # noqa: E402
                           run_test, wait_state)
 from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
+from whip_clients import AiortcPublisher, free_udp_port, whip_publisher, whip_result  # noqa: E402
 
 SIZE = (320, 180)
 
@@ -1040,7 +1041,6 @@ def run_sequence(d, client, enc, sto, seed, sequence):
     """One stage, one recorded composition, the sequence's publishers; then the recording's
     phases against the model. The API is called through boto3, whose calls take milliseconds
     where the AWS CLI's take half a second (the sequences' time goes to composing)."""
-    from whip_tests import AiortcPublisher  # here: whip_tests imports this module
     stage = client.create_stage(name=f"sequence-{seed}")["stage"]
     arn_stage = stage["arn"]
     keys = {}
@@ -1240,7 +1240,6 @@ def test_individual_recording_whip_and_media_types(d):
     stage records thumbnails and no media segments."""
     d.start()
     _, sto = setup_encoder_and_storage(d)
-    from hostile_tests import whip_publisher, whip_result
     results = {}
     for media_type in ("AUDIO_VIDEO", "AUDIO_ONLY", "NONE"):
         recording = {"storageConfigurationArn": sto, "mediaTypes": [media_type],
@@ -1485,7 +1484,6 @@ def test_generated_join_leave_sequences(d):
     one recorded composition per seed: every phase of the recording shows exactly the tiles
     the model gives (who is publishing, ordered by first arrival) and sounds exactly their
     tones. STAGE_SEQUENCE_SEED=N runs seed N alone."""
-    from whip_tests import free_udp_port
     seeds = [int(os.environ["STAGE_SEQUENCE_SEED"])] if os.environ.get("STAGE_SEQUENCE_SEED") else list(SEQUENCE_SEEDS)
     d.reconfigure(idle=5.0, extra=dict(d.config_extra, ingest=dict(
         d.config_extra["ingest"], whip={"port": free_udp_port(), "consentTimeoutSeconds": 5})))
@@ -1729,8 +1727,7 @@ def main():
     def make_daemon(workdir):
         ingest = None
         if "whip" in name:
-            from whip_tests import free_udp_port
-            ingest = {"whip": {"port": free_udp_port()}}
+                    ingest = {"whip": {"port": free_udp_port()}}
         daemon = live_daemon(binary, workdir, ingest=ingest)
         # Tests reconfigure with other options; the live ingest settings stay unless given.
         daemon.config_extra = {"ingest": daemon.config["ingest"]}

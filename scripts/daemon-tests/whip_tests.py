@@ -24,76 +24,14 @@ import media_check  # noqa: E402
 from daemon_tests import CHANNEL_ARN, Failure, NginxRTMP, check, run_test, wait_state  # noqa: E402
 from live_tests import (SIZE, Publisher, check_phases, composition_events, create_ingest, create_stage,  # noqa: E402
                         live_daemon, participants, publish_url, recording_playlist, session_id, setup_encoder_and_storage,
-                        stage_updates, wait_participant, wait_published)
-
-CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "whip-clients")
-
-
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+                        recording_events_of, stage_updates, wait_participant, wait_published)
+from s3_tests import BUCKET, CREDENTIALS, FaultProxy, Moto, s3_daemon  # noqa: E402
+from whip_clients import CLIENTS, AiortcPublisher, free_udp_port, token, whip_post  # noqa: E402
 
 def whip_daemon(binary, workdir, whip=None, **options):
     settings = {"port": free_udp_port()}
     settings.update(whip or {})
     return live_daemon(binary, workdir, ingest={"whip": settings}, **options)
-
-
-def token(d, stage_arn, user, capabilities=("PUBLISH",), attributes=None):
-    args = ["create-participant-token", "--stage-arn", stage_arn, "--user-id", user, "--capabilities", *capabilities]
-    if attributes:
-        args += ["--attributes", json.dumps(attributes)]
-    return d.cli(*args)["participantToken"]
-
-
-def whip_post(url, token_text, offer, content_type="application/sdp"):
-    """(status, headers, body) of a raw WHIP POST."""
-    request = urllib.request.Request(url, data=offer.encode(), method="POST", headers={
-        "Content-Type": content_type, **({"Authorization": f"Bearer {token_text}"} if token_text else {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read().decode()
-
-
-class AiortcPublisher:
-    """scripts/whip-clients/whip_aiortc.py: a solid colour and a sine tone over WHIP."""
-
-    def __init__(self, url, token_text, colour, tone, workdir, name, codec="h264", duration=60, extra=()):
-        r, g, b = media_check.PALETTE[colour]
-        self.log_path = os.path.join(workdir, f"whip-{name}.log")
-        self.log = open(self.log_path, "w")
-        command = [sys.executable, os.path.join(CLIENTS, "whip_aiortc.py"), "--url", url, "--token", token_text,
-                   "--video-codec", codec, "--color", f"{r},{g},{b}", "--tone-hz", str(tone), "--duration", str(duration),
-                   "--width", "320", "--height", "240", *extra]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True)
-
-    def result(self, timeout=120):
-        out, _ = self.process.communicate(timeout=timeout)
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        return json.loads(lines[-1]) if lines else {"exit": self.process.returncode, "stdout": out}
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-    def stop(self):
-        """SIGINT: the client DELETEs its WHIP resource and exits."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def output(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            return f.read()[-3000:]
 
 
 def metrics_text(d):
@@ -413,7 +351,6 @@ def test_chromium_is_recorded_individually(d):
                                 "--token", tok["token"], "--video", files["video"], "--audio", files["audio"], "--duration", "8"],
                                stdout=subprocess.PIPE, stderr=log, text=True)
     chromium_result(browser, lambda: None)
-    from live_tests import recording_events_of
     events = recording_events_of(d, tok["participantId"])
     names = [e["detail"]["event_name"] for e in events]
     check(names == ["Recording Start", "Recording End"], f"recording events: {names}")
@@ -483,7 +420,6 @@ def test_session_rerender_matches_the_live_composite(d):
     layout: at every join and leave the set of visible colours changes within one frame (plus 8 ms
     of placement) of the live composite's, both placed on the wall clock by EXT-X-PROGRAM-DATE-TIME. And
     with pip-bottom-right: one participant fills the canvas, another shows in the bottom-right window."""
-    from s3_tests import BUCKET, CREDENTIALS, FaultProxy, Moto, s3_daemon
     moto = Moto(d.workdir)
     proxy = FaultProxy(moto.port)
     publishers = []
@@ -547,7 +483,6 @@ def test_session_rerender_matches_the_live_composite(d):
         time.sleep(1.5)
         d.cli("stop-composition", "--arn", composition["arn"])
         check(wait_state(d, composition["arn"], {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
-        from live_tests import recording_events_of
         participants = {"red": ingest["participantId"], "green": green_token["participantId"], "blue": blue_token["participantId"]}
         events = {name: recording_events_of(d, pid, timeout=90) for name, pid in participants.items()}
         stage_id = arn_stage.rsplit("/", 1)[1]
@@ -920,7 +855,6 @@ def chromium_simulcast(d, codec):
     check(seen["switches"] >= 2, f"two switches at least: {seen}")
     if codec == "h264":
         # The individual recording holds the largest layer as it came (VP8 is not recorded as video).
-        from live_tests import recording_events_of
         events = recording_events_of(d, tok["participantId"])
         check([e["detail"]["event_name"] for e in events] == ["Recording Start", "Recording End"], f"recording events: {events}")
         individual = os.path.join(d.recordings, events[-1]["detail"]["recording_s3_key_prefix"], "media", "hls", "high", "playlist.m3u8")
