@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// Swift 6 language mode everywhere, plus the two upcoming features STYLE.md asks for.
+/// Swift 6 language mode everywhere, plus two upcoming features: every existential spelled `any`,
+/// and imports internal unless marked `public` (so a module's interface names what it re-exports).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -57,7 +58,7 @@ let package = Package(
         .target(name: "Layout", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "Lifecycle", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "HLS", dependencies: ["MediaCore"], swiftSettings: strict),
-        .target(name: "APIModels", dependencies: ["MediaCore", "Layout"], swiftSettings: strict),
+        .target(name: "APIModels", dependencies: ["MediaCore", "Layout", "Lifecycle"], swiftSettings: strict),
         .target(name: "Events", dependencies: ["MediaCore", "Lifecycle"], swiftSettings: strict),
         .target(name: "Stages", dependencies: ["MediaCore", "HLS"], swiftSettings: strict),
         // Pure: SigV4 request verification (Foundation + Crypto only).
@@ -172,7 +173,7 @@ let package = Package(
         ),
         .target(
             name: "Destinations",
-            dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline", "Storage",
+            dependencies: ["FFmpeg", "MediaCore", "HLS", "Pipeline", "Storage", "Lifecycle",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -301,7 +302,7 @@ let package = Package(
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "Composition", "Pipeline", "Stages", "Storage", "HLS", "MediaCore", "FFmpeg", "TestSupport",
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "TestSupport"]),
-        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "PostgresStore", "APIModels", "TestSupport",
+        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Lifecycle", "PostgresStore", "APIModels", "TestSupport",
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Composition", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg",

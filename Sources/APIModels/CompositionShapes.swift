@@ -1,18 +1,12 @@
 // Composition shapes of the ivs-realtime model, field for field. Optional members stay
 // optional so that a request round-trips unchanged; `withDefaults()` fills in what IVS
 // reports back (segment duration 2 s, thumbnails every 60 s SEQUENTIAL, format HLS).
+// The composition and destination states are Lifecycle's own (CompositionState,
+// DestinationState): one vocabulary from the API to the state machine and the sinks.
 public import Layout
+public import Lifecycle
 
 public typealias Tags = [String: String]
-
-public enum CompositionState: String, Codable, Sendable, CaseIterable {
-    case starting = "STARTING", active = "ACTIVE", stopping = "STOPPING", failed = "FAILED", stopped = "STOPPED"
-}
-
-public enum DestinationState: String, Codable, Sendable, CaseIterable {
-    case starting = "STARTING", active = "ACTIVE", stopping = "STOPPING", reconnecting = "RECONNECTING"
-    case failed = "FAILED", stopped = "STOPPED"
-}
 
 public enum RecordingConfigurationFormat: String, Codable, Sendable, CaseIterable {
     case hls = "HLS"

@@ -10,18 +10,11 @@
 //      └──────────────► RECONNECTING            retries exhausted / permanent ──► FAILED
 //   any state but FAILED ──stop──► STOPPED
 //
-// TODO(lifecycle): replace with Lifecycle's DestinationReconnectPolicy once that branch lands.
+// It reports Lifecycle's DestinationState (the API's): the composition's state machine only
+// records what this machine decides.
 
+public import Lifecycle
 public import MediaCore
-
-/// The IVS destination states, as the channel destination reports them.
-public enum ChannelDestinationState: String, Sendable, Equatable {
-    case starting = "STARTING"
-    case active = "ACTIVE"
-    case reconnecting = "RECONNECTING"
-    case failed = "FAILED"
-    case stopped = "STOPPED"
-}
 
 /// Why a connection attempt or an established connection failed.
 public struct ChannelFailure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -162,7 +155,7 @@ public struct ChannelConnectionStateMachine: Sendable {
         self.streamKey = streamKey
     }
 
-    public var destinationState: ChannelDestinationState {
+    public var destinationState: DestinationState {
         switch state {
         case .idle, .starting: return .starting
         case .active: return .active

@@ -26,6 +26,7 @@
 // the same key cannot help.
 
 import Foundation
+public import Lifecycle
 public import FFmpeg
 public import MediaCore
 public import Pipeline
@@ -136,7 +137,7 @@ public final class RTMPChannelSink: PacketSink {
     }
 
     /// The destination's state as of now.
-    public var state: ChannelDestinationState { status.state }
+    public var state: DestinationState { status.state }
     /// Why the destination FAILED, once it has.
     public var failure: ChannelFailure? { status.failure }
     /// Packets that never reached the channel: queue overflow and resynchronisation to a
@@ -191,21 +192,21 @@ public final class RTMPChannelSink: PacketSink {
 /// State shared between the sender thread (writer) and everyone else (readers).
 final class ChannelStatus: Sendable {
     private struct Snapshot {
-        var state: ChannelDestinationState = .starting
+        var state: DestinationState = .starting
         var failure: ChannelFailure?
         var attempts = 0
         var bytesSent: Int64 = 0
     }
     private let snapshot = Mutex(Snapshot())
 
-    var state: ChannelDestinationState { snapshot.withLock { $0.state } }
+    var state: DestinationState { snapshot.withLock { $0.state } }
     var failure: ChannelFailure? { snapshot.withLock { $0.failure } }
     var attempts: Int { snapshot.withLock { $0.attempts } }
     var bytesSent: Int64 { snapshot.withLock { $0.bytesSent } }
 
     func countBytes(_ count: Int) { snapshot.withLock { $0.bytesSent += Int64(count) } }
 
-    func update(state: ChannelDestinationState, failure: ChannelFailure?) {
+    func update(state: DestinationState, failure: ChannelFailure?) {
         snapshot.withLock {
             $0.state = state
             $0.failure = failure

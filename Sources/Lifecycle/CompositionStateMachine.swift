@@ -9,17 +9,23 @@
 //
 // States only move forward. Each destination has its own forward-only track:
 // STARTING → ACTIVE ⇄ RECONNECTING → FAILED, and ACTIVE/RECONNECTING → STOPPING → STOPPED.
+// A destination's output reconnects by itself (the RTMP channel sink does, under its
+// ChannelReconnectPolicy): the machine records RECONNECTING and waits to hear that output
+// flows again or that the destination gave up; it keeps no reconnect timer of its own.
+//
+// The two state types here are the API's (APIModels uses them as they are), the sinks' and
+// the store's: one vocabulary from the request to the sink.
 public import MediaCore
 
-/// Composition states; raw values are the model's `CompositionState`.
-public enum CompositionStatus: String, Sendable, CaseIterable {
+/// A composition's state (the model's `CompositionState`).
+public enum CompositionState: String, Codable, Sendable, CaseIterable {
     case starting = "STARTING", active = "ACTIVE", stopping = "STOPPING", stopped = "STOPPED", failed = "FAILED"
 
     public var isTerminal: Bool { self == .stopped || self == .failed }
 }
 
-/// Destination states; raw values are the model's `DestinationState`.
-public enum DestinationStatus: String, Sendable, CaseIterable {
+/// A destination's state (the model's `DestinationState`).
+public enum DestinationState: String, Codable, Sendable, CaseIterable {
     case starting = "STARTING", active = "ACTIVE", stopping = "STOPPING", reconnecting = "RECONNECTING"
     case failed = "FAILED", stopped = "STOPPED"
 }
@@ -38,7 +44,6 @@ public enum StopReason: String, Sendable, Hashable {
 public enum CompositionTimer: Hashable, Sendable {
     case maximumDuration
     case idleShutdown
-    case reconnect(destinationID: String)
 }
 
 /// What happened, as reported by the owner.
@@ -47,9 +52,9 @@ public enum CompositionEvent: Hashable, Sendable {
     case pipelineStarted
     /// A destination wrote output successfully (may be sent for every write).
     case destinationOutput(destinationID: String)
-    /// A destination's output broke (or a reconnect attempt failed); retry per policy.
+    /// A destination's output broke and it is reconnecting (again: nothing changes).
     case destinationDropped(destinationID: String, reason: String)
-    /// A reconnect attempt succeeded.
+    /// A destination's output reconnected.
     case destinationRecovered(destinationID: String)
     /// A destination cannot recover (e.g. stream key invalid): FAILED at once.
     case destinationFailed(destinationID: String, reason: String)
@@ -113,8 +118,6 @@ public enum CompositionAction: Hashable, Sendable {
     /// Wake up with `.tick` at `deadline` (replaces an earlier deadline for the same timer).
     case scheduleTimer(CompositionTimer, deadline: MediaTime)
     case cancelTimer(CompositionTimer)
-    /// Try to reconnect the destination now; report `.destinationRecovered` or `.destinationDropped`.
-    case reconnectDestination(destinationID: String, attempt: Int)
     /// Stop composing, flush and close every live destination output, then send
     /// `.allDestinationsFlushed`.
     case beginGracefulStop(StopReason)
@@ -122,7 +125,7 @@ public enum CompositionAction: Hashable, Sendable {
     case abortPipeline(reason: String)
     /// The composition has ended in `status`: persist it, finalize recordings' metadata,
     /// and remove it from Get/List once `isExpired(now:)`.
-    case finalize(CompositionStatus)
+    case finalize(CompositionState)
     /// The event makes no sense in the current state (an owner bug); nothing changed.
     case rejected(String)
 }
@@ -133,14 +136,12 @@ public struct CompositionLifecycleConfiguration: Sendable, Hashable {
     public var maximumDuration: MediaTime
     /// How long a STOPPED/FAILED composition stays visible to Get/List.
     public var retention: MediaTime
-    public var reconnectPolicy: DestinationReconnectPolicy
 
     public init(idleTimeout: MediaTime = .seconds(60), maximumDuration: MediaTime = .seconds(24 * 3600),
-                retention: MediaTime = .seconds(5 * 60), reconnectPolicy: DestinationReconnectPolicy = .default) {
+                retention: MediaTime = .seconds(5 * 60)) {
         self.idleTimeout = idleTimeout
         self.maximumDuration = maximumDuration
         self.retention = retention
-        self.reconnectPolicy = reconnectPolicy
     }
 }
 
@@ -156,7 +157,7 @@ public struct CompositionStateMachine: Sendable {
     private enum DestinationPhase: Sendable, Equatable {
         case starting
         case active
-        case reconnecting(attempt: Int)
+        case reconnecting
         case stopping
         case stopped
         case failed(reason: String)
@@ -203,7 +204,7 @@ public struct CompositionStateMachine: Sendable {
 
     // MARK: Reading
 
-    public var status: CompositionStatus {
+    public var status: CompositionState {
         switch state {
         case .starting: .starting
         case .active: .active
@@ -225,7 +226,7 @@ public struct CompositionStateMachine: Sendable {
 
     public var destinationIDs: [String] { destinations.map(\.id) }
 
-    public func destinationStatus(_ id: String) -> DestinationStatus? {
+    public func destinationStatus(_ id: String) -> DestinationState? {
         guard let record = destinations.first(where: { $0.id == id }) else { return nil }
         return switch record.phase {
         case .starting: .starting
@@ -354,31 +355,12 @@ public struct CompositionStateMachine: Sendable {
         switch (state, destinations[index].phase) {
         case (.starting, _):
             return [.rejected("destination \(id) dropped before the pipeline started")]
-        case (.active, .starting) where configuration.reconnectPolicy.retriedByDestination,
-             (.active, .active) where configuration.reconnectPolicy.retriedByDestination:
-            destinations[index].phase = .reconnecting(attempt: 1)
+        case (.active, .starting), (.active, .active):
+            destinations[index].phase = .reconnecting
             return [.emit(.destinationReconnecting(destinationID: id))]
-        case (.active, .reconnecting) where configuration.reconnectPolicy.retriedByDestination:
+        case (.active, .reconnecting):
             // Another failed attempt of the destination's own retries: nothing changes here.
             return []
-        case (.active, .starting), (.active, .active):
-            guard let delay = configuration.reconnectPolicy.delay(beforeAttempt: 1) else {
-                return failDestination(at: index, reason: reason, now: now)
-            }
-            destinations[index].phase = .reconnecting(attempt: 1)
-            let deadline = now + delay
-            timers[.reconnect(destinationID: id)] = deadline
-            return [.emit(.destinationReconnecting(destinationID: id)),
-                    .scheduleTimer(.reconnect(destinationID: id), deadline: deadline)]
-        case (.active, .reconnecting(let attempt)):
-            // The attempt failed: wait longer, or give up.
-            guard let delay = configuration.reconnectPolicy.delay(beforeAttempt: attempt + 1) else {
-                return failDestination(at: index, reason: reason, now: now)
-            }
-            destinations[index].phase = .reconnecting(attempt: attempt + 1)
-            let deadline = now + delay
-            timers[.reconnect(destinationID: id)] = deadline
-            return [.scheduleTimer(.reconnect(destinationID: id), deadline: deadline)]
         case (.stopping, .stopping):
             // No retries while shutting down: the output is lost.
             return failDestination(at: index, reason: reason, now: now)
@@ -397,9 +379,7 @@ public struct CompositionStateMachine: Sendable {
         case (.active, .reconnecting):
             destinations[index].phase = .active
             // Output started again: consumers that track destinations see it come back.
-            if configuration.reconnectPolicy.retriedByDestination { return [.emit(.destinationStart(destinationID: id))] }
-            timers[.reconnect(destinationID: id)] = nil
-            return [.cancelTimer(.reconnect(destinationID: id)), .emit(.destinationStart(destinationID: id))]
+            return [.emit(.destinationStart(destinationID: id))]
         default:
             return []
         }
@@ -408,9 +388,6 @@ public struct CompositionStateMachine: Sendable {
     private mutating func failDestination(at index: Int, reason: String, now: MediaTime) -> [CompositionAction] {
         let id = destinations[index].id
         var actions: [CompositionAction] = []
-        if timers.removeValue(forKey: .reconnect(destinationID: id)) != nil {
-            actions.append(.cancelTimer(.reconnect(destinationID: id)))
-        }
         destinations[index].phase = .failed(reason: reason)
         destinations[index].endedAt = now
         actions.append(.emit(.destinationFailure(destinationID: id, reason: reason)))
@@ -485,14 +462,7 @@ public struct CompositionStateMachine: Sendable {
             }
             return beginStop(.idleTimeout, now: now)
         }
-        var actions: [CompositionAction] = []
-        for (timer, deadline) in scheduledTimers where deadline <= now {
-            guard case .reconnect(let id) = timer, let index = index(of: id),
-                  case .reconnecting(let attempt) = destinations[index].phase else { continue }
-            timers[timer] = nil
-            actions.append(.reconnectDestination(destinationID: id, attempt: attempt))
-        }
-        return actions
+        return []
     }
 
     private mutating func cancelAllTimers() -> [CompositionAction] {
@@ -501,11 +471,10 @@ public struct CompositionStateMachine: Sendable {
         return cancelled
     }
 
-    private static func rank(_ timer: CompositionTimer) -> String {
+    private static func rank(_ timer: CompositionTimer) -> Int {
         switch timer {
-        case .maximumDuration: "0"
-        case .idleShutdown: "1"
-        case .reconnect(let id): "2" + id
+        case .maximumDuration: 0
+        case .idleShutdown: 1
         }
     }
 }

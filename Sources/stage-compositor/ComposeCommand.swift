@@ -7,7 +7,6 @@ import HLS
 import Layout
 import MediaCore
 import Pipeline
-import Server
 import Stages
 import Storage
 import Composition

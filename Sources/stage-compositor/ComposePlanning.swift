@@ -1,14 +1,13 @@
 // The compose command's flags are a StartComposition request: an S3 destination (a storage
 // configuration whose bucket is --out or --s3, an encoder configuration from --encoder, the
 // segment length and thumbnails) and/or a channel destination (--rtmp). The daemon's
-// CompositionPlanner plans it, so a recording made here has the same paths, rendition,
+// CompositionPlanner (the Composition module; the CLI's compose needs nothing of the daemon) plans it, so a recording made here has the same paths, rendition,
 // keyframes, thumbnails and channel push as one the daemon makes from the same request.
 import APIModels
 import Destinations
 import Layout
 import Logging
 import Pipeline
-import Server
 import Composition
 
 struct ComposePlanning {
@@ -24,10 +23,10 @@ struct ComposePlanning {
     var channel: Destinations.ChannelDestinationConfiguration?
 
     /// The request the flags amount to, and what it names.
-    func request() -> (StartCompositionRequest, CompositionPlanner.Lookups, [ServerConfiguration.ChannelEntry]) {
+    func request() -> (StartCompositionRequest, CompositionPlanner.Lookups, [ConfiguredChannel]) {
         var destinations: [DestinationConfiguration] = []
         var lookups = CompositionPlanner.Lookups()
-        var channels: [ServerConfiguration.ChannelEntry] = []
+        var channels: [ConfiguredChannel] = []
         let encoderArn = Self.arnContext.arn(.encoderConfiguration, id: ResourceID.random()).description
         let frameRate = Double(encoder.frameRate.numerator) / Double(max(encoder.frameRate.denominator, 1))
         lookups.encoders[encoderArn] = EncoderConfiguration(
@@ -35,7 +34,7 @@ struct ComposePlanning {
             video: Video(width: encoder.width, height: encoder.height, framerate: Float(frameRate), bitrate: encoder.bitrate))
         if let channel {
             let channelArn = Self.arnContext.arn(.channel, id: ResourceID.random()).description
-            channels.append(ServerConfiguration.ChannelEntry(
+            channels.append(ConfiguredChannel(
                 arn: channelArn, ingestEndpoint: channel.ingestURL, streamKey: channel.streamKey,
                 reconnect: .init(maxRetries: channel.reconnect.enabled ? channel.reconnect.maxRetries : 0,
                                  baseIntervalSeconds: Double(channel.reconnect.baseInterval.microsecondsValue) / 1_000_000),

@@ -6,7 +6,7 @@ private let t0 = MediaTime.seconds(1000)
 private func at(_ seconds: Int64) -> MediaTime { t0 + .seconds(seconds) }
 
 /// A machine with destinations "ch" and "s3", driven to `status`.
-private func machine(in status: CompositionStatus, publishers: Int = 1,
+private func machine(in status: CompositionState, publishers: Int = 1,
                      configuration: CompositionLifecycleConfiguration = .init()) -> CompositionStateMachine {
     var m = CompositionStateMachine(destinationIDs: ["ch", "s3"], createdAt: t0, publisherCount: publishers,
                                     configuration: configuration)
@@ -35,7 +35,7 @@ private func machine(in status: CompositionStatus, publishers: Int = 1,
 private enum Outcome: Sendable, CustomStringConvertible {
     case ignored
     case rejected
-    case moves(to: CompositionStatus)
+    case moves(to: CompositionState)
 
     var description: String {
         switch self {
@@ -64,7 +64,7 @@ private let events: [(String, CompositionEvent)] = [
 ]
 
 /// Every (state, event) pair. Rows follow `events`.
-private let table: [CompositionStatus: [Outcome]] = [
+private let table: [CompositionState: [Outcome]] = [
     .starting: [.moves(to: .active), .rejected, .rejected, .rejected, .rejected, .ignored /* ch failed, s3 alive: still STARTING */,
                 .moves(to: .stopping), .rejected, .ignored /* already 1→0 arms the timer: status stays */, .ignored,
                 .rejected, .ignored, .moves(to: .failed), .moves(to: .stopping)],
@@ -79,8 +79,8 @@ private let table: [CompositionStatus: [Outcome]] = [
 ]
 
 @Suite struct TransitionTableTests {
-    @Test(arguments: CompositionStatus.allCases, events.indices)
-    func everyStateEventPair(status: CompositionStatus, eventIndex: Int) throws {
+    @Test(arguments: CompositionState.allCases, events.indices)
+    func everyStateEventPair(status: CompositionState, eventIndex: Int) throws {
         let (name, event) = events[eventIndex]
         let expected = try #require(table[status]?[eventIndex])
         var m = machine(in: status)
@@ -101,8 +101,8 @@ private let table: [CompositionStatus: [Outcome]] = [
     }
 
     @Test func statesOnlyMoveForward() {
-        let order: [CompositionStatus] = [.starting, .active, .stopping, .stopped]
-        for status in CompositionStatus.allCases {
+        let order: [CompositionState] = [.starting, .active, .stopping, .stopped]
+        for status in CompositionState.allCases {
             for (_, event) in events {
                 var m = machine(in: status)
                 _ = m.on(event, at: at(10))
@@ -183,46 +183,17 @@ private let table: [CompositionStatus: [Outcome]] = [
         #expect(explicit.on(.maxDurationReached, at: at(5)) == [.cancelTimer(.maximumDuration), .beginGracefulStop(.maximumDuration)])
     }
 
-    @Test func reconnectWithLinearBackoffThenRecover() {
-        var m = machine(in: .active)
-        #expect(m.on(.destinationDropped(destinationID: "ch", reason: "reset"), at: at(10)) == [
-            .emit(.destinationReconnecting(destinationID: "ch")),
-            .scheduleTimer(.reconnect(destinationID: "ch"), deadline: at(12)),
-        ])
-        #expect(m.destinationStatus("ch") == .reconnecting)
-        #expect(m.on(.tick, at: at(11)) == [])
-        #expect(m.on(.tick, at: at(12)) == [.reconnectDestination(destinationID: "ch", attempt: 1)])
-        #expect(m.on(.destinationDropped(destinationID: "ch", reason: "refused"), at: at(13)) == [
-            .scheduleTimer(.reconnect(destinationID: "ch"), deadline: at(17)),
-        ])
-        #expect(m.on(.tick, at: at(17)) == [.reconnectDestination(destinationID: "ch", attempt: 2)])
-        #expect(m.on(.destinationRecovered(destinationID: "ch"), at: at(18)) == [
-            .cancelTimer(.reconnect(destinationID: "ch")), .emit(.destinationStart(destinationID: "ch")),
-        ])
-        #expect(m.destinationStatus("ch") == .active && m.status == .active)
-    }
-
-    @Test func retriesRunOutThenDestinationFailsButCompositionLives() {
-        var m = machine(in: .active, configuration: .init(reconnectPolicy: .init(baseDelay: .seconds(1), maximumAttempts: 2)))
-        _ = m.on(.destinationDropped(destinationID: "ch", reason: "reset"), at: at(10))
-        _ = m.on(.destinationDropped(destinationID: "ch", reason: "reset"), at: at(12))
-        #expect(m.on(.destinationDropped(destinationID: "ch", reason: "no route"), at: at(15)) == [
-            .cancelTimer(.reconnect(destinationID: "ch")),
-            .emit(.destinationFailure(destinationID: "ch", reason: "no route")),
-        ])
-        #expect(m.destinationStatus("ch") == .failed)
-        #expect(m.status == .active, "the s3 destination is still active")
-        #expect(m.on(.destinationOutput(destinationID: "ch"), at: at(16)) == [.rejected("destination ch already failed")])
-    }
-
+    /// The destination's output retries by itself (ChannelReconnectPolicy): the machine records
+    /// RECONNECTING, schedules nothing, never gives up on its own, and hears of the outcome.
     @Test func retriesOwnedByTheDestinationOnlyRecordStates() {
-        var m = machine(in: .active, configuration: .init(reconnectPolicy: .byDestination))
+        var m = machine(in: .active)
         #expect(m.on(.destinationDropped(destinationID: "ch", reason: "connection lost"), at: at(10)) == [
             .emit(.destinationReconnecting(destinationID: "ch")),
         ])
         #expect(m.destinationStatus("ch") == .reconnecting)
         #expect(m.on(.destinationDropped(destinationID: "ch", reason: "connection refused"), at: at(12)) == [])
         #expect(m.on(.tick, at: at(600)) == [], "no reconnect timer, no giving up on its own")
+        #expect(m.scheduledTimers.map(\.timer) == [.maximumDuration])
         #expect(m.on(.destinationOutput(destinationID: "ch"), at: at(601)) == [.emit(.destinationStart(destinationID: "ch"))])
         #expect(m.destinationStatus("ch") == .active)
         _ = m.on(.destinationDropped(destinationID: "ch", reason: "connection lost"), at: at(602))
@@ -230,6 +201,15 @@ private let table: [CompositionStatus: [Outcome]] = [
             .emit(.destinationFailure(destinationID: "ch", reason: "connection refused")),
         ])
         #expect(m.destinationStatus("ch") == .failed && m.status == .active, "the s3 destination is still active")
+        #expect(m.on(.destinationOutput(destinationID: "ch"), at: at(611)) == [.rejected("destination ch already failed")])
+    }
+
+    @Test func recoveredIsTheSameAsOutputFlowingAgain() {
+        var m = machine(in: .active)
+        _ = m.on(.destinationDropped(destinationID: "ch", reason: "reset"), at: at(10))
+        #expect(m.on(.destinationRecovered(destinationID: "ch"), at: at(18)) == [.emit(.destinationStart(destinationID: "ch"))])
+        #expect(m.destinationStatus("ch") == .active && m.status == .active)
+        #expect(m.on(.destinationRecovered(destinationID: "ch"), at: at(19)) == [], "already ACTIVE")
     }
 
     @Test func allDestinationsFailedEndsFailed() {
@@ -274,9 +254,7 @@ private let table: [CompositionStatus: [Outcome]] = [
     @Test func reconnectingDestinationIsFlushedOnStop() {
         var m = machine(in: .active)
         _ = m.on(.destinationDropped(destinationID: "ch", reason: "reset"), at: at(10))
-        #expect(m.on(.stopRequested, at: at(11)) == [
-            .cancelTimer(.reconnect(destinationID: "ch")), .cancelTimer(.maximumDuration), .beginGracefulStop(.stopRequested),
-        ])
+        #expect(m.on(.stopRequested, at: at(11)) == [.cancelTimer(.maximumDuration), .beginGracefulStop(.stopRequested)])
         #expect(m.destinationStatus("ch") == .stopping)
         #expect(m.on(.tick, at: at(100)) == [])
     }
@@ -294,24 +272,5 @@ private let table: [CompositionStatus: [Outcome]] = [
         #expect(m.on(.destinationOutput(destinationID: "ch"), at: at(1)) == [.rejected("destination ch produced output before the pipeline started")])
         #expect(m.destinationStatus("ch") == .starting)
         #expect(m.destinationStatus("nope") == nil)
-    }
-}
-
-@Suite struct ReconnectPolicyTests {
-    @Test func linearBackoffBoundedRetries() {
-        let policy = DestinationReconnectPolicy.default
-        #expect(policy.maximumAttempts == 5)
-        #expect((1...5).map { policy.delay(beforeAttempt: $0)! } == [2, 4, 6, 8, 10].map { MediaTime.seconds($0) })
-        #expect(policy.delay(beforeAttempt: 6) == nil)
-        #expect(policy.delay(beforeAttempt: 0) == nil)
-        let none = DestinationReconnectPolicy(baseDelay: .seconds(1), maximumAttempts: 0)
-        #expect(none.delay(beforeAttempt: 1) == nil)
-    }
-
-    @Test func disabledReconnectFailsAtOnce() {
-        var m = machine(in: .active, configuration: .init(reconnectPolicy: .init(maximumAttempts: 0)))
-        #expect(m.on(.destinationDropped(destinationID: "ch", reason: "reset"), at: at(10)) == [
-            .emit(.destinationFailure(destinationID: "ch", reason: "reset")),
-        ])
     }
 }

@@ -1,4 +1,5 @@
 import APIModels
+import Lifecycle
 import Foundation
 import Persistence
 import XCTest

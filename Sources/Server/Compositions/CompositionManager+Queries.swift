@@ -1,17 +1,17 @@
 // StopComposition, the reads the API makes (Get/List, in use, tags).
 public import APIModels
-public import Foundation
+import Foundation
 import Lifecycle
-public import Logging
-public import MediaCore
+import Logging
+import MediaCore
 public import Persistence
-public import ServiceLifecycle
+import ServiceLifecycle
 import Destinations
 import Fleet
 import Events
-public import EventSinks
+import EventSinks
 import HLS
-public import LiveStage
+import LiveStage
 import Pipeline
 import Stages
 import Storage

@@ -1,17 +1,17 @@
 // StartComposition: lookup → plan → claim → persist → launch.
 public import APIModels
-public import Foundation
+import Foundation
 import Lifecycle
-public import Logging
-public import MediaCore
-public import Persistence
-public import ServiceLifecycle
+import Logging
+import MediaCore
+import Persistence
+import ServiceLifecycle
 import Destinations
 import Fleet
 import Events
-public import EventSinks
+import EventSinks
 import HLS
-public import LiveStage
+import LiveStage
 import Pipeline
 import Stages
 import Storage

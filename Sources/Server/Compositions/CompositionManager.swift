@@ -9,7 +9,7 @@
 //
 // Side effects leave the actor in order through one outbox (state first, then events), so
 // interleaved calls never publish out of order or persist a stale snapshot.
-public import APIModels
+import APIModels
 public import Foundation
 import Lifecycle
 public import Logging
@@ -103,9 +103,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         lifecycle = CompositionLifecycleConfiguration(
             idleTimeout: .microseconds(Int64(l.idleTimeoutSeconds * 1_000_000)),
             maximumDuration: .microseconds(Int64(l.maximumDurationSeconds * 1_000_000)),
-            retention: .microseconds(Int64(l.retentionSeconds * 1_000_000)),
             // The channel sink retries by itself (channels[].reconnect); the lifecycle only records it.
-            reconnectPolicy: .byDestination)
+            retention: .microseconds(Int64(l.retentionSeconds * 1_000_000)))
         (pendingJobs, jobs) = AsyncStream.makeStream()
         (inbox, inboxContinuation) = AsyncStream.makeStream()
     }
@@ -292,7 +291,6 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         let now = clock.now()
         let actions = machine.on(event, at: now)
         entry.machine = machine
-        var followUps: [CompositionEvent] = []
         var released: StageReservation?
         for action in actions {
             switch action {
@@ -310,9 +308,6 @@ public actor CompositionManager<Store: CompositionStore>: Service {
                 // Its share of the stage's node is given back once the state is kept (below).
                 released = entry.reservation
                 entry.reservation = nil
-            case .reconnectDestination(let id, _):
-                // Never asked for with `.byDestination`; an output that cannot retry fails instead.
-                followUps.append(.destinationFailed(destinationID: id, reason: "the destination cannot reconnect"))
             case .rejected(let why):
                 entry.logger.debug("lifecycle ignored an event", metadata: ["event": "\(event)", "why": "\(why)"])
             case .scheduleTimer, .cancelTimer:
@@ -322,7 +317,6 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         sync(&entry, with: machine)
         entries[arn] = entry
         dirty.insert(arn)
-        for followUp in followUps { await apply(followUp, to: arn) }
         await flush()
         // After its final state is stored: a stage placed again elsewhere meanwhile would refuse that write.
         if let released { await ownership.release(released) }
@@ -331,14 +325,14 @@ public actor CompositionManager<Store: CompositionStore>: Service {
     /// Copies the machine's states onto the API shape, stamping wall-clock times on changes.
     func sync(_ entry: inout Entry, with machine: CompositionStateMachine) {
         let timestamp = wallTimestamp()
-        let status = CompositionState(rawValue: machine.status.rawValue) ?? .failed
+        let status = machine.status
         if entry.stored.composition.state != status {
             entry.stored.composition.state = status
             if status == .stopped || status == .failed { entry.stored.composition.endTime = timestamp }
         }
         for index in entry.stored.composition.destinations.indices {
             let id = entry.stored.composition.destinations[index].id
-            guard let raw = machine.destinationStatus(id)?.rawValue, let state = DestinationState(rawValue: raw) else { continue }
+            guard let state = machine.destinationStatus(id) else { continue }
             let previous = entry.stored.composition.destinations[index].state
             guard previous != state else { continue }
             entry.stored.composition.destinations[index].state = state
