@@ -2,8 +2,13 @@
 SWIFT ?= swift
 DEMO_STAGE ?= fixtures/four-grid
 DEMO_OUT ?= out/demo
+RELEASE_BINARY := .build/release/stage-compositor
 
-.PHONY: deps test-deps bench-deps build release demo live-demo test test-postgres test-postgres-daemons bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
+# The tests' and benchmarks' Python (python3, aws, moto_server): the virtual environment
+# `scripts/install-deps.sh --test` makes, first on PATH for every recipe.
+export PATH := $(CURDIR)/.build/venv/bin:$(PATH)
+
+.PHONY: deps test-deps bench-deps deb-deps build release demo live-demo test test-postgres test-postgres-daemons deb test-deb bench bench-live bench-whip fuzz-build fuzz fuzz-merge clean
 
 deps:
 	@scripts/install-deps.sh
@@ -14,11 +19,17 @@ test-deps:
 bench-deps:
 	@scripts/install-deps.sh --bench
 
+deb-deps:
+	@scripts/install-deps.sh --deb
+
 build: deps
 	$(SWIFT) build
 
+## The commit goes into `--version` and /metrics' build_info through a header the build finds
+## with -Xcc -I (Sources/CBuildInfo); no tracked file changes. A plain `swift build` says "unknown".
 release: deps
-	$(SWIFT) build -c release
+	@scripts/stamp-build-info.sh $(CURDIR)/.build/build-info
+	$(SWIFT) build -c release -Xcc -I$(CURDIR)/.build/build-info
 
 ## Compose the bundled recorded stage into a local HLS recording; prints the playlist path.
 demo: release
@@ -26,10 +37,18 @@ demo: release
 	@.build/release/stage-compositor compose --stage $(DEMO_STAGE) --layout grid --encoder 1280x720@30:2500000 --out $(DEMO_OUT)
 
 ## A live stage: three ffmpeg publishers (RTMP and RTMPS) composed into an HLS recording;
-## prints the command to watch it. LIVE_DEMO_SECONDS=0 runs until Ctrl-C.
+## prints the command to watch it. LIVE_DEMO_SECONDS=0 runs until Ctrl-C; LIVE_DEMO_ARGS
+## passes more options to scripts/live-demo.sh (--out DIR). The release build is used as it is
+## when no source is newer (else `make release`), and packages are installed only when ffmpeg,
+## curl or python3 is missing.
 LIVE_DEMO_SECONDS ?= 0
-live-demo: release
-	@scripts/live-demo.sh --seconds $(LIVE_DEMO_SECONDS)
+LIVE_DEMO_ARGS ?=
+live-demo:
+	@command -v ffmpeg >/dev/null && command -v curl >/dev/null && command -v python3 >/dev/null || scripts/install-deps.sh
+	@if [ -x $(RELEASE_BINARY) ] && [ -z "$$(find Sources Package.swift -newer $(RELEASE_BINARY) -print -quit)" ]; then \
+	  echo "live-demo: $(RELEASE_BINARY) is newer than every source, not rebuilding"; \
+	else $(MAKE) --no-print-directory release; fi
+	@scripts/live-demo.sh --binary $(RELEASE_BINARY) --seconds $(LIVE_DEMO_SECONDS) $(LIVE_DEMO_ARGS)
 
 ## The whole test suite (unit, end-to-end with ffprobe/ffmpeg, daemon, RTMP).
 test: test-deps
@@ -49,6 +68,18 @@ POSTGRES_LEG ?= (DaemonProcessTests|LiveDaemonTests|WHIPDaemonTests|HostileDaemo
 test-postgres-daemons: test-deps
 	$(SWIFT) build --build-tests
 	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh --skip-build --filter '$(POSTGRES_LEG)'
+
+## The Debian package out/deb/stage-compositor_<version>_amd64.deb (scripts/build-deb.sh;
+## packaging/): a release build with the Swift runtime linked statically, in its own SwiftPM
+## scratch path DEB_SCRATCH (about 15 min from nothing on 2 cores). test-deb builds it, then
+## unpacks it into a scratch root and tries it (scripts/test-deb.sh; as root with
+## STAGE_COMPOSITOR_DEB_INSTALL=1 it installs and purges it for real).
+DEB_SCRATCH ?= .build-deb
+deb: deb-deps
+	@DEB_SCRATCH=$(DEB_SCRATCH) SWIFT=$(SWIFT) scripts/build-deb.sh
+
+test-deb: deb-deps
+	@DEB_SCRATCH=$(DEB_SCRATCH) SWIFT=$(SWIFT) scripts/test-deb.sh
 
 ## Benchmark on camera-like inputs against an equivalent ffmpeg command line and GStreamer
 ## pipeline, with the codec floor (release build).
@@ -79,4 +110,4 @@ bench-whip: release test-deps
 	benchmarks/whip_bench.py
 
 clean:
-	rm -rf .build .build-fuzz out
+	rm -rf .build .build-fuzz .build-deb out

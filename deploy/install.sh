@@ -1,6 +1,7 @@
 #!/bin/sh
-# Installs stage-compositor as a systemd service: user, binary, unit, demo stage,
-# configuration (only if absent), daemon-reload. See deploy/README.md.
+# Installs stage-compositor under /usr/local as a systemd service: user, binary, unit, layout
+# presets, demo stage, configuration (only if absent), daemon-reload. See deploy/README.md;
+# the Debian package (make deb) is the other way.
 #
 #   deploy/install.sh [--dry-run] [--binary PATH] [--start]
 #   DESTDIR=/tmp/root deploy/install.sh     # stage files only: no user, chown or systemctl
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
         --start) start=true ;;
         --binary) [ $# -ge 2 ] || { echo "install.sh: --binary needs a path" >&2; exit 2; }; binary=$2; shift ;;
         --binary=*) binary=${1#--binary=} ;;
-        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -65,6 +66,11 @@ run install -D -m 0755 "$binary" "$destdir/usr/local/bin/stage-compositor"
 run install -D -m 0644 "$repo/systemd/stage-compositor.service" "$destdir/etc/systemd/system/stage-compositor.service"
 run install -D -m 0644 "$repo/deploy/README.md" "$destdir/usr/local/share/doc/stage-compositor/README.md"
 run install -D -m 0644 "$repo/deploy/config.example.json" "$destdir/usr/local/share/doc/stage-compositor/config.example.json"
+# Layout presets: the binary looks in <its folder>/../share/stage-compositor/layouts.
+run mkdir -p "$destdir/usr/local/share/stage-compositor/layouts"
+for preset in "$repo"/layouts/*.json; do
+    run install -m 0644 "$preset" "$destdir/usr/local/share/stage-compositor/layouts/"
+done
 if [ -d "$repo/fixtures/four-grid" ]; then
     run mkdir -p "$destdir/usr/local/share/stage-compositor/stages"
     run rm -rf "$destdir/usr/local/share/stage-compositor/stages/four-grid"

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Installs the Debian packages stage-compositor builds and tests with, when missing.
-# Idempotent and quiet when everything is there. Needs root (or sudo) only to install.
-# Usage: scripts/install-deps.sh [--test] [--bench]
+# Installs the Debian packages stage-compositor builds and tests with, when missing, and (with
+# --test) the Python packages the tests use from PyPI into a virtual environment, .build/venv.
+# Idempotent and quiet when everything is there. Needs root (or sudo) only to install packages.
+# Usage: scripts/install-deps.sh [--test] [--bench] [--deb]
+#   --deb: what `make deb` / `make test-deb` use (dpkg-shlibdeps, lintian, systemd-analyze).
+#   STAGE_COMPOSITOR_VENV: another place for the virtual environment.
 set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+venv=${STAGE_COMPOSITOR_VENV:-$repo/.build/venv}
 
 test=""
 bench=""
+deb=""
 for arg in "$@"; do
   case "$arg" in
     --test) test=1 ;;
     --bench) bench=1 ;;
-    *) echo "install-deps.sh: unknown argument '$arg' (--test, --bench)" >&2; exit 2 ;;
+    --deb) deb=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (--test, --bench, --deb)" >&2; exit 2 ;;
   esac
 done
 
@@ -22,7 +29,6 @@ packages=(
 if [[ -n "$test" ]]; then
   # systemd: systemd-analyze for the unit tests (OpsTests).
   # GStreamer: rtmp2sink, a second RTMP publisher independent of FFmpeg (live ingest tests).
-  # python3-numpy: measuring composites (tones, onsets) in scripts/daemon-tests.
   # libnginx-mod-stream: a TLS front for nginx-rtmp (RTMPS push tests); openssl: their certificate.
   packages+=(nginx libnginx-mod-rtmp libnginx-mod-stream openssl systemd
              gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
@@ -32,7 +38,13 @@ if [[ -n "$test" ]]; then
              gstreamer1.0-nice python3-gi gir1.2-gst-plugins-bad-1.0 gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
              chromium iproute2
              # The PostgreSQL store's tests start their own server (initdb in a temp dir).
-             postgresql)
+             postgresql
+             # The PyPI packages below go into a virtual environment (PEP 668).
+             python3 python3-venv)
+fi
+if [[ -n "$deb" ]]; then
+  # dpkg-shlibdeps (Depends:), strip, lintian, systemd-analyze verify, adduser for a real install.
+  packages+=(dpkg-dev binutils lintian systemd adduser curl python3)
 fi
 if [[ -n "$bench" ]]; then
   # benchmarks/run.sh: its camera-like inputs are photographs of plasma-workspace-wallpapers
@@ -56,25 +68,34 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3 (PyPI).
+# The tests' Python packages from PyPI, in a virtual environment under the build folder:
+# Debian's Python refuses pip installs into the system (PEP 668). It is made from Debian's
+# /usr/bin/python3 with --system-site-packages, so Debian's python3-gi (the GStreamer WHIP
+# client) stays visible. `make` and scripts/run-tests.sh put its bin/ first on PATH: the
+# tests' `python3`, `aws` and `moto_server` are the venv's.
 if [[ -n "$test" ]]; then
-  if ! command -v aws >/dev/null || ! python3 -c "import boto3" 2>/dev/null; then
-    echo "installing: awscli boto3 (pip)"
-    python3 -m pip install -q awscli boto3
+  base_python=/usr/bin/python3
+  [[ -x "$base_python" ]] || base_python=$(command -v python3)
+  if [[ ! -x "$venv/bin/python3" ]] || ! "$venv/bin/python3" -c "import sys" 2>/dev/null; then
+    echo "creating the Python virtual environment $venv"
+    rm -rf "$venv"
+    "$base_python" -m venv --system-site-packages "$venv"
   fi
+  python="$venv/bin/python3"
+  in_venv() { PATH="$venv/bin:$PATH" "$@"; }
+  wanted=()
+  # The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3.
+  if ! in_venv command -v aws >/dev/null || ! "$python" -c "import boto3" 2>/dev/null; then wanted+=(awscli boto3); fi
   # The live tests measure composites with numpy.
-  if ! python3 -c "import numpy" 2>/dev/null; then
-    echo "installing: numpy (pip)"
-    python3 -m pip install -q numpy
-  fi
-  # WHIP tests publish with aiortc (a WebRTC peer from PyPI) and sign tokens with cryptography.
-  if ! python3 -c "import aiortc, cryptography" 2>/dev/null; then
-    echo "installing: aiortc cryptography (pip)"
-    python3 -m pip install -q aiortc cryptography
-  fi
+  if ! "$python" -c "import numpy" 2>/dev/null; then wanted+=(numpy); fi
+  # WHIP tests publish with aiortc (a WebRTC peer) and sign tokens with cryptography.
+  if ! "$python" -c "import aiortc, cryptography" 2>/dev/null; then wanted+=(aiortc cryptography); fi
   # S3StorageTests run against moto_server (a local S3 that checks SigV4 signatures).
-  if ! command -v moto_server >/dev/null || ! python3 -c "import moto.server, flask" 2>/dev/null; then
-    echo "installing: moto[server] (pip)"
-    python3 -m pip install -q "moto[server]"
+  if ! in_venv command -v moto_server >/dev/null || ! "$python" -c "import moto.server, flask" 2>/dev/null; then
+    wanted+=("moto[server]")
+  fi
+  if ((${#wanted[@]})); then
+    echo "installing into $venv: ${wanted[*]} (pip)"
+    "$python" -m pip install -q "${wanted[@]}"
   fi
 fi

@@ -3,6 +3,14 @@
 # the failures repeated at the end, where a CI page that shows only the tail will show them.
 set -uo pipefail
 swift=${SWIFT:-swift}
+# The tests run `python3`, `aws` and `moto_server` from PATH: those of the virtual environment
+# scripts/install-deps.sh --test made (PyPI packages; Debian's Python refuses them system-wide).
+venv=${STAGE_COMPOSITOR_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.build/venv}
+if [[ -x "$venv/bin/python3" ]]; then
+  export PATH="$venv/bin:$PATH"
+else
+  echo "run-tests.sh: no $venv (make test-deps makes it): the tests use the python3, aws and moto_server on PATH" >&2
+fi
 log=$(mktemp "${TMPDIR:-/tmp}/stage-compositor-test-XXXXXX.log")
 "$swift" test "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

@@ -6,7 +6,7 @@ struct StageCompositor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stage-compositor",
         abstract: "IVS-compatible server-side composition: grid/PiP layouts, audio mix, HLS recording, RTMP push.",
-        version: BuildInfo.version,
+        version: BuildInfo.versionDescription,
         subcommands: [ComposeCommand.self, ServeCommand.self, ConfigCommand.self, LayoutCommand.self, NodesCommand.self]
     )
 }
