@@ -2,19 +2,9 @@
 // rendition (one per encoder configuration).
 public import MediaCore
 
-/// Width and height of a rendition's video, in pixels.
-public struct VideoResolution: Sendable, Hashable, CustomStringConvertible {
-    public var width: Int
-    public var height: Int
-
-    public init(width: Int, height: Int) {
-        self.width = width
-        self.height = height
-    }
-
-    /// "1280x720", as in RESOLUTION and thumbnail folder names.
-    public var description: String { "\(width)x\(height)" }
-}
+/// Width and height of a rendition's video: the media vocabulary's pixel size, whose
+/// description ("1280x720") is RESOLUTION's and the thumbnail folders' names.
+public typealias VideoResolution = PixelSize
 
 public struct MultivariantPlaylist: Sendable, Hashable {
     public struct Variant: Sendable, Hashable {

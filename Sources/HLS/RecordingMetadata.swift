@@ -1,4 +1,4 @@
-import MediaCore
+public import MediaCore
 // The composite recording's JSON metadata files (the seed's "JSON Metadata Files"):
 // events/recording-started.json, recording-ended.json, recording-failed.json.
 //
