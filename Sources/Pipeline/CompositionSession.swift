@@ -72,6 +72,18 @@ public struct CompositionResult: Sendable, Equatable {
     public var tilesReused: Int64
     /// Sinks that failed during the run, with the reason (the others went on).
     public var failedSinks: [String: String]
+
+    public init(frames: Int64, audioSamples: Int64, duration: MediaTime, layoutChanges: Int, laggedFrames: Int64,
+                tilesScaled: Int64, tilesReused: Int64, failedSinks: [String: String]) {
+        self.frames = frames
+        self.audioSamples = audioSamples
+        self.duration = duration
+        self.layoutChanges = layoutChanges
+        self.laggedFrames = laggedFrames
+        self.tilesScaled = tilesScaled
+        self.tilesReused = tilesReused
+        self.failedSinks = failedSinks
+    }
 }
 
 /// Things the owner (CLI or daemon) wants to know as they happen.

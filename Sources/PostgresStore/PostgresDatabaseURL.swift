@@ -90,9 +90,56 @@ public struct PostgresDatabaseURL: Sendable, Equatable, CustomStringConvertible 
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }
+
+    /// The same, for one connection made directly (`probe`).
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        if let socketDirectory {
+            configuration = PostgresConnection.Configuration(unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: username,
+                                                             password: password, database: database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS
+            switch self.tls {
+            case .disable: tls = .disable
+            case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+            configuration = PostgresConnection.Configuration(host: host, port: port, username: username, password: password,
+                                                             database: database, tls: tls)
+        }
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
 }
 
 extension PostgresCompositionStore {
+    /// One connection made directly, before the pool is used: a server that refuses (no
+    /// socket, a role or password it does not take, no such database) is reported in its own
+    /// words at once, not as a first call that got no answer within the call timeout (the pool
+    /// keeps retrying and only logs why).
+    public static func probe(_ url: PostgresDatabaseURL, logger: Logger) async throws(PersistenceError) {
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(configuration: try url.connectionConfiguration(), id: 0, logger: logger)
+        } catch {
+            throw PersistenceError("cannot use the PostgreSQL database \(url): \(Self.refusal(error))")
+        }
+        try? await connection.close()
+    }
+
+    /// Why a connection was refused, with what to check.
+    static func refusal(_ error: any Error) -> String {
+        let said = describe(error)
+        guard let error = error as? PSQLError else { return said }
+        switch error.serverInfo?[.sqlState] {
+        case "28P01": return "\(said); check the password in database.url"
+        case "28000": return "\(said); check the user in database.url (and pg_hba.conf)"
+        case "3D000": return "\(said); create the database or fix its name in database.url"
+        case .some: return said
+        case nil: return "\(said); is PostgreSQL running and listening there?"
+        }
+    }
+
     /// Runs `body` with a migrated store on `url`; the connection pool runs as a child task
     /// for as long as `body` does.
     public static func withStore<Result: Sendable>(url: PostgresDatabaseURL, callTimeout: Duration = .seconds(10), logger: Logger,
@@ -102,6 +149,7 @@ extension PostgresCompositionStore {
             group.addTask { await client.run() }
             defer { group.cancelAll() }
             let store = PostgresCompositionStore(client: client, callTimeout: callTimeout, logger: logger)
+            try await probe(url, logger: logger)
             try await store.migrate()
             return try await body(store)
         }

@@ -27,7 +27,7 @@ import Testing
     }
 
     /// Runs nodes "a" and "b"'s outboxes; `aMayDeliver` is a's own lease. Returns what each sink got.
-    static func run(aMayDeliver: Bool, published: Int) async throws -> (a: [String], b: [String]) {
+    static func run(aMayDeliver: Bool, published: Int) async throws -> (a: [String], b: [String], backlog: [Int]) {
         var logger = Logger(label: "outbox-tests")
         logger.logLevel = .warning
         let url = try PostgresDatabaseURL.parse(try PostgresTestServer.shared().database()).get()
@@ -38,12 +38,14 @@ import Testing
                                            mayDeliver: { aMayDeliver }, logger: logger)
             let outboxB = FleetEventOutbox(store: store, nodeId: "b", incarnation: b.incarnation, sinks: sinkB,
                                            mayDeliver: { true }, logger: logger)
-            let group = ServiceGroup(configuration: .init(services: [outboxA, outboxB], logger: logger))
-            let running = Task { try await group.run() }
             for index in 0..<published {
                 await outboxA.publish(event("a\(index)"))
                 await outboxB.publish(event("b\(index)"))
             }
+            // Published, not yet in the database (the outboxes do not run yet): /metrics's backlog.
+            let waiting = outboxA.backlog.notAppended + outboxB.backlog.notAppended
+            let group = ServiceGroup(configuration: .init(services: [outboxA, outboxB], logger: logger))
+            let running = Task { try await group.run() }
             // Delivered within a few lease polls (1 s each); 120 s only bounds a failure on a
             // machine running the whole suite.
             let deadline = ContinuousClock.now + .seconds(120)
@@ -51,16 +53,19 @@ import Testing
                 try await Task.sleep(for: .milliseconds(20))
             }
             try await Task.sleep(for: .milliseconds(1_500))
+            let drained = [outboxA.backlog.notAppended, outboxA.backlog.notDelivered, outboxB.backlog.notAppended,
+                           outboxB.backlog.notDelivered]
             await group.triggerGracefulShutdown()
             try await running.value
             func participants(_ sink: InMemoryEventSink) -> [String] { sink.events.map { $0.detail.participantId ?? "?" } }
-            return (participants(sinkA), participants(sinkB))
+            return (participants(sinkA), participants(sinkB), [waiting] + drained)
         }
     }
 
     @Test("two nodes' events are each delivered once, by the lease holder, each node's in the order it made them")
     func deliveredOnceInOrder() async throws {
-        let (a, b) = try await Self.run(aMayDeliver: true, published: 6)
+        let (a, b, backlog) = try await Self.run(aMayDeliver: true, published: 6)
+        #expect(backlog == [12, 0, 0, 0, 0], "waiting before, then none appended or undelivered: \(backlog)")
         let delivered = a + b
         #expect(a.isEmpty || b.isEmpty, "one node delivers: a \(a), b \(b)")
         #expect(delivered.count == 12 && Set(delivered).count == 12, "\(delivered)")
@@ -70,7 +75,7 @@ import Testing
 
     @Test("a node whose own lease is gone delivers nothing; the other delivers everything")
     func aNodeWithoutItsLeaseDeliversNothing() async throws {
-        let (a, b) = try await Self.run(aMayDeliver: false, published: 4)
+        let (a, b, _) = try await Self.run(aMayDeliver: false, published: 4)
         #expect(a.isEmpty, "\(a)")
         #expect(b.count == 8 && Set(b).count == 8, "\(b)")
     }

@@ -2,7 +2,7 @@
 // participant — one large featured slot plus a strip of equal tiles for everyone else.
 // Used by the grid engine for the whole canvas and by the PiP engine for the main area.
 
-public import MediaCore
+import MediaCore
 
 /// Which side of the featured slot the strip of other participants goes.
 enum StripSide: Equatable {

@@ -144,23 +144,42 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 lastLagged = progress.laggedFrames
                 metrics.frameWorkTime.recordNanoseconds(max(0, RealtimePacer.nowNanoseconds() - workStarted))
             }
+            let result: CompositionResult
             if let live {
                 // Time zero once the encoders and outputs are open, so the first frames are on time.
                 live.startClock()
                 var pacer = MeasuringPacer(base: live.makePacer()) { workStarted = $0 }
-                _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
+                result = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
             } else if realTime {
                 var pacer = MeasuringPacer(base: RealtimePacer()) { workStarted = $0 }
-                _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
+                result = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
             } else {
                 var pacer = MeasuringPacer(base: AsFastAsPossiblePacer()) { workStarted = $0 }
-                _ = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
+                result = try runner.session.run(pacer: &pacer, shouldStop: { stop.isSet }, progress: progress)
             }
+            logger.notice("composition ended", metadata: Self.endMetadata(result, recordingPrefix: runner.recordingLayout?.prefix))
             return nil
         } catch {
             logger.error("composition pipeline failed", metadata: ["error": "\(error)"])
             return "\(error)"
         }
+    }
+}
+
+extension ThreadedPipelineLauncher {
+    /// One log line when a composition's media ends: where its recording is, how long it ran,
+    /// how many frames it made and repeated, and which outputs failed on the way.
+    static func endMetadata(_ result: CompositionResult, recordingPrefix: String?) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "duration_s": "\(String(format: "%.3f", Double(result.duration.microsecondsValue) / 1_000_000))",
+            "frames": "\(result.frames)", "frames.lagged": "\(result.laggedFrames)", "audio.samples": "\(result.audioSamples)",
+            "layout.changes": "\(result.layoutChanges)",
+        ]
+        if let recordingPrefix { metadata["recording.prefix"] = "\(recordingPrefix)" }
+        if !result.failedSinks.isEmpty {
+            metadata["outputs.failed"] = "\(result.failedSinks.keys.sorted().joined(separator: ", "))"
+        }
+        return metadata
     }
 }
 

@@ -39,9 +39,20 @@ final class FleetEventOutbox: EventSink, Service {
     /// When this node last took or renewed the outbox lease (monotonic ms), while it holds it.
     private let heldSince = Mutex<ContinuousClock.Instant?>(nil)
 
+    /// Events published here and not yet in the database, and those the delivering node found
+    /// undelivered at its last look (0 on the other nodes), for /metrics.
+    private let notAppended = Atomic<Int>(0)
+    private let notDelivered = Atomic<Int>(0)
+    var backlog: (notAppended: Int, notDelivered: Int) {
+        (notAppended.load(ordering: .relaxed), notDelivered.load(ordering: .relaxed))
+    }
+    /// Told of each failed call to the database, by operation (outbox_append, outbox_deliver).
+    private let databaseError: @Sendable (String) -> Void
+
     init(store: PostgresCompositionStore, nodeId: String, incarnation: Int64, sinks: any EventSink,
-         mayDeliver: @escaping @Sendable () -> Bool, logger: Logger) {
+         mayDeliver: @escaping @Sendable () -> Bool, databaseError: @escaping @Sendable (String) -> Void = { _ in }, logger: Logger) {
         self.mayDeliver = mayDeliver
+        self.databaseError = databaseError
         self.store = store
         self.nodeId = nodeId
         self.incarnation = incarnation
@@ -51,7 +62,10 @@ final class FleetEventOutbox: EventSink, Service {
         self.logger = logger
     }
 
-    func publish(_ event: IVSEvent) async { appender.yield(event) }
+    func publish(_ event: IVSEvent) async {
+        notAppended.add(1, ordering: .relaxed)
+        appender.yield(event)
+    }
 
     func run() async {
         await withTaskGroup(of: Void.self) { group in
@@ -72,6 +86,7 @@ final class FleetEventOutbox: EventSink, Service {
     private func writeLoop() async {
         defer { writerDone.store(true, ordering: .releasing) }
         for await event in appended {
+            defer { notAppended.subtract(1, ordering: .relaxed) }
             let document: String
             do { document = try StoredDocument.encode(event) } catch {
                 logger.error("event cannot be encoded; dropped", metadata: ["error": "\(error)"])
@@ -85,6 +100,7 @@ final class FleetEventOutbox: EventSink, Service {
                     break
                 } catch {
                     attempts += 1
+                    databaseError("outbox_append")
                     if Task.isShuttingDownGracefully && attempts >= 3 {
                         // Shutting down with the database out: delivered from here rather than lost.
                         logger.warning("outbox unreachable at shutdown; event delivered by this node directly",
@@ -141,6 +157,7 @@ final class FleetEventOutbox: EventSink, Service {
                 failures = 0
             } catch {
                 failures += 1
+                databaseError("outbox_deliver")
                 if failures == 1 || failures % 50 == 0 {
                     logger.warning("outbox delivery failed; retrying", metadata: ["error": "\(error)", "failures": "\(failures)"])
                 }
@@ -157,6 +174,7 @@ final class FleetEventOutbox: EventSink, Service {
         guard mayDeliver() else { return }
         while true {
             let pending = try await store.pendingOutboxEvents(limit: 200)
+            notDelivered.store(pending.count, ordering: .relaxed)
             guard let last = pending.last else { return }
             for entry in pending {
                 guard mayDeliver() else { return }
@@ -169,7 +187,10 @@ final class FleetEventOutbox: EventSink, Service {
                 heldSince.withLock { $0 = nil }
                 return
             }
-            if pending.count < 200 { return }
+            if pending.count < 200 {
+                notDelivered.store(0, ordering: .relaxed)
+                return
+            }
         }
     }
 }

@@ -94,6 +94,16 @@ final class FleetMember: Service {
     /// The exit status of a node that fenced itself (EX_TEMPFAIL: systemd starts it again).
     static let fencedExitStatus: Int32 = 75
 
+    /// Told of each failed call to the database (the lease's renewal), for /metrics.
+    private let databaseErrorHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// When the lease was last renewed (ms on this process's clock), for /metrics.
+    private let lastRenewedMs = Mutex<Int64?>(nil)
+
+    func onDatabaseError(_ handler: @escaping @Sendable (String) -> Void) { databaseErrorHandler.withLock { $0 = handler } }
+
+    /// Seconds since the lease was last renewed (nil before the first renewal).
+    var leaseAgeSeconds: Double? { lastRenewedMs.withLock { $0 }.map { Double(max(0, elapsedMs - $0)) / 1000 } }
+
     /// Sets what is done with each node this one reaps.
     func onTakeOver(_ handler: @escaping @Sendable (LostNode) async -> Void) {
         takeOverHandler.withLock { $0 = handler }
@@ -143,8 +153,10 @@ final class FleetMember: Service {
                                                 ttlMs: keeper.withLock { $0.settings.ttlMs }, measuredMillicores: measured)
             let now = elapsedMs
             keeper.withLock { renewed ? $0.renewed(sentAt: sent, at: now) : $0.renewalRefused() }
+            if renewed { lastRenewedMs.withLock { $0 = sent } }
         } catch {
             keeper.withLock { $0.renewalFailed() }
+            databaseErrorHandler.withLock { $0 }?("renew")
             logger.warning("lease renewal failed", metadata: ["error": "\(error)"])
         }
         let now = elapsedMs

@@ -56,6 +56,8 @@ public struct APIRoutes: Sendable {
     var metricsBearerToken: String?
     /// The connection caps, by listener, counted into /metrics when it is read.
     var connectionLimiters: [(listener: String, limiter: ConnectionLimiter)] = []
+    /// What else is read into the metrics when /metrics is served (a fleet node's lease and outbox).
+    var onMetricsRead: [@Sendable () -> Void] = []
 
     init(maxBodyBytes: Int, authenticator: any RequestAuthenticator, registry: PrometheusCollectorRegistry, metrics: ServerMetrics,
          logger: Logger, operation: @escaping @Sendable (APIOperation.Route, String, Data, Bool) async throws(APIError) -> Data,
@@ -125,6 +127,7 @@ public struct APIRoutes: Sendable {
             metrics.recordConnections(listener: "whip", open: counts.open, refused: counts.refused)
         }
         if let stats = ProcessStats.read() { metrics.recordProcess(stats) }
+        for read in onMetricsRead { read() }
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }

@@ -164,13 +164,17 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         events = sinks.sink
         if let webhookSink = sinks.webhook { eventServices.append(webhookSink) }
     }
+    var fleetOutbox: FleetEventOutbox?
     if let fleet {
         // In a fleet, events go through the database's outbox, delivered in order by one node.
         let outbox = FleetEventOutbox(store: fleet.ownership.store, nodeId: fleet.ownership.nodeId,
                                       incarnation: fleet.ownership.incarnation, sinks: events,
-                                      mayDeliver: { [member = fleet.member] in member.isOwner }, logger: logger)
+                                      mayDeliver: { [member = fleet.member] in member.isOwner },
+                                      databaseError: { metrics.fleetDatabaseError(operation: $0) }, logger: logger)
         events = outbox
         eventServices.append(outbox)
+        fleet.member.onDatabaseError { metrics.fleetDatabaseError(operation: $0) }
+        fleetOutbox = outbox
     }
     let authenticator: any RequestAuthenticator = dependencies.authenticator ?? (
         configuration.auth.enabled
@@ -181,7 +185,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         return try await makeApplication(configuration: configuration, store: given, events: events,
                                          eventServices: services + eventServices,
                                          authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
-                                         dependencies: dependencies, fleet: fleet)
+                                         dependencies: dependencies, fleet: fleet, outbox: fleetOutbox)
     }
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
@@ -200,7 +204,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
 func makeApplication<Store: CompositionStore>(
     configuration: ServerConfiguration, store: Store, events: any EventSink, eventServices: [any Service],
     authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher, hub: LiveStageHub,
-    metrics: ServerMetrics, dependencies: ServerDependencies, fleet: FleetContext? = nil
+    metrics: ServerMetrics, dependencies: ServerDependencies, fleet: FleetContext? = nil, outbox: FleetEventOutbox? = nil
 ) async throws -> Application<RouterResponder<ServerRequestContext>> {
     var mayWrite: (@Sendable () -> Bool)?
     if let member = fleet?.member { mayWrite = { member.isOwner } }
@@ -267,7 +271,7 @@ func makeApplication<Store: CompositionStore>(
     let listen = configuration.listen
     let limiter = ConnectionLimiter(limits: ConnectionLimits(total: listen.maxConnections ?? 1_000,
                                                              perAddress: listen.maxConnectionsPerAddress ?? 100))
-    let routes = APIRoutes(
+    var routes = APIRoutes(
         maxBodyBytes: configuration.maxRequestBodyBytes, authenticator: authenticator,
         registry: dependencies.metricsRegistry, metrics: metrics, logger: dependencies.logger,
         operation: { route, query, body, forwarded throws(APIError) in
@@ -288,6 +292,12 @@ func makeApplication<Store: CompositionStore>(
         },
         metricsBearerToken: configuration.metrics.bearerToken,
         connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
+    if let member = fleet?.member {
+        routes.onMetricsRead.append {
+            let backlog = outbox?.backlog ?? (0, 0)
+            metrics.recordFleet(leaseAgeSeconds: member.leaseAgeSeconds, eventsNotAppended: backlog.0, eventsNotDelivered: backlog.1)
+        }
+    }
     let logger = dependencies.logger
     fleet?.drain.install { [manager] deadline in await manager.waitForRunningCompositions(until: deadline) }
     return Application(

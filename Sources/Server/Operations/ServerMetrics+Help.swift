@@ -4,6 +4,12 @@ extension ServerMetrics {
     public static let help: [String: String] = {
         var help = [
             "stage_compositor_build_info": "The running build: its version and commit, always 1.",
+            "stage_compositor_fleet_lease_age_seconds":
+                "Fleet: seconds since this node last renewed its lease; past the lease's TTL the node fences itself.",
+            "stage_compositor_fleet_database_errors_total":
+                "Fleet: calls to the database that failed, by operation (renew, outbox_append, outbox_deliver).",
+            "stage_compositor_fleet_outbox_backlog":
+                "Fleet: events waiting in the outbox (not_appended: on this node, not yet in the database; not_delivered: found undelivered by the delivering node at its last look).",
             "process_cpu_seconds_total": "User and system CPU time of this process, in seconds.",
             "process_resident_memory_bytes": "Resident memory of this process, in bytes.",
             "process_open_fds": "Open file descriptors of this process.",

@@ -83,6 +83,22 @@ public final class ServerMetrics: Sendable {
               factory: factory).record(1)
     }
 
+    /// Fleet: seconds since this node last renewed its lease, and the events waiting in the
+    /// outbox (read when /metrics is served).
+    public func recordFleet(leaseAgeSeconds: Double?, eventsNotAppended: Int, eventsNotDelivered: Int) {
+        if let leaseAgeSeconds { Gauge(label: "stage_compositor_fleet_lease_age_seconds", factory: factory).record(leaseAgeSeconds) }
+        Gauge(label: "stage_compositor_fleet_outbox_backlog", dimensions: [("stage", "not_appended")], factory: factory)
+            .record(eventsNotAppended)
+        Gauge(label: "stage_compositor_fleet_outbox_backlog", dimensions: [("stage", "not_delivered")], factory: factory)
+            .record(eventsNotDelivered)
+    }
+
+    /// A fleet call to the database that failed; `operation` is one of a fixed set (renew,
+    /// outbox_append, outbox_deliver).
+    public func fleetDatabaseError(operation: String) {
+        Counter(label: "stage_compositor_fleet_database_errors_total", dimensions: [("operation", operation)], factory: factory).increment()
+    }
+
     /// One control-plane API request answered. `operation` is an APIOperation's name or
     /// "unknown" and `status` one of the codes the server answers with: both fixed sets.
     public func apiRequest(operation: String, status: Int) {
