@@ -10,19 +10,20 @@ import Testing
 @Suite struct PostgresRefusalTests {
     static func refusal(_ text: String) async throws -> String {
         let url = try PostgresDatabaseURL.parse(text).get()
-        let started = ContinuousClock.now
         do {
+            // Without the direct first connection, the first call would end after the call
+            // timeout with "no answer within 60 s" and no reason. (No wall-time bound here: in the
+            // whole suite on two cores a call waits up to 100 s for a thread.)
             try await PostgresCompositionStore.withStore(url: url, callTimeout: .seconds(60), logger: Logger(label: "refusal")) { _ in }
         } catch let error as PersistenceError {
-            // Refused at once, not after the call timeout.
-            #expect(ContinuousClock.now - started < .seconds(30), "\(error.message)")
+            #expect(!error.message.contains("no answer within"), "\(error.message)")
             return error.message
         }
         Issue.record("\(text) was accepted")
         return ""
     }
 
-    @Test("a role, a database or a port the server does not have: each refused at once, with what to check")
+    @Test("a role, a database or a port the server does not have: each refused with its reason and what to check")
     func refusalsSayWhy() async throws {
         let good = try PostgresTestServer.shared().database()
         let port = try #require(URLComponents(string: good)?.port)
