@@ -22,21 +22,29 @@ public struct BitrateWindow: Sendable {
     /// Adds `bytes` at `now` (µs); returns the average bitrate (bits/s) over the window once
     /// a whole window has been seen, else nil.
     public mutating func add(_ bytes: Int, now: Int64) -> Int64? {
+        // `now` is the local clock's, but nothing here traps whatever it is: slots are taken
+        // modulo the window (never negative), sums wrap instead of trapping.
         let second = now / 1_000_000
         if let current = currentSecond {
             if second > current {
-                for step in 1...min(Int(second - current), seconds) {
-                    buckets[Int((current + Int64(step)) % Int64(seconds))] = 0
+                let (gap, overflow) = second.subtractingReportingOverflow(current)
+                for step in 1...(overflow ? seconds : Int(min(gap, Int64(seconds)))) {
+                    buckets[slot(current &+ Int64(step))] = 0
                 }
             }
         } else {
             startSecond = second
         }
         currentSecond = max(currentSecond ?? second, second)
-        buckets[Int(second % Int64(seconds))] += Int64(bytes)
-        guard let startSecond, second - startSecond >= Int64(seconds) else { return nil }
-        return buckets.reduce(0, +) * 8 / Int64(seconds)
+        buckets[slot(second)] &+= Int64(bytes)
+        guard let startSecond, second.subtractingReportingOverflow(startSecond).partialValue >= Int64(seconds) else { return nil }
+        return buckets.reduce(0, &+) &* 8 / Int64(seconds)
     }
 
     private var startSecond: Int64?
+
+    private func slot(_ second: Int64) -> Int {
+        let window = Int64(seconds)
+        return Int((second % window + window) % window)
+    }
 }

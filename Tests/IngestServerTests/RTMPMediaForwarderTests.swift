@@ -237,6 +237,20 @@ struct RTMPMediaForwarderTests {
         #expect(limiter.counts.open == 5 && limiter.counts.refused == 2)
     }
 
+    @Test("bitrate window: any clock value and any byte count are taken without a trap")
+    func bitrateWindowExtremes() {
+        for times in [[Int64.min, Int64.max], [-5_000_000, -1, 0, 4_000_000, 9_000_000], [Int64.max - 1, Int64.max],
+                      [0, Int64.max], [Int64.min, -1_000_000, Int64.max]] {
+            var window = BitrateWindow(seconds: 5)
+            for now in times { _ = window.add(Int.max, now: now) }
+        }
+        // A negative clock still averages: seconds -7...-3 (a slot per second, never a negative index).
+        var negative = BitrateWindow(seconds: 5)
+        var rate: Int64?
+        for second in -7...(-2) { rate = negative.add(1_000, now: Int64(second) * 1_000_000) }
+        #expect(rate == 8_000, "\(String(describing: rate))")
+    }
+
     @Test("bitrate window: averaged over whole seconds once a window has passed")
     func bitrateWindow() {
         var window = BitrateWindow(seconds: 5)
