@@ -230,8 +230,9 @@ let package = Package(
 
         .executableTarget(
             name: "stage-compositor",
-            dependencies: ["Pipeline", "Destinations", "Composition", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server", "PostgresStore", "APIModels",
+            dependencies: ["Pipeline", "Destinations", "Composition", "Layout", "Stages", "HLS", "MediaCore", "Storage", "FFmpeg", "Server", "PostgresStore", "APIModels", "Auth",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
@@ -305,7 +306,7 @@ let package = Package(
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Lifecycle", "PostgresStore", "APIModels", "TestSupport",
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Composition", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg",
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Composition", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg", "ParticipantTokens",
                                                         .product(name: "PostgresNIO", package: "postgres-nio"), "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
                                                         "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),

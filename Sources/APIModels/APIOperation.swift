@@ -48,6 +48,15 @@ public enum APIOperation: String, Sendable, CaseIterable {
     case startParticipantReplication = "StartParticipantReplication"
     case stopParticipantReplication = "StopParticipantReplication"
     case listParticipantReplicas = "ListParticipantReplicas"
+    // Extensions beyond the IVS model, in its style (POST /<Operation>, JSON, its errors).
+    case updateComposition = "UpdateComposition"
+    case updateParticipant = "UpdateParticipant"
+
+    /// Not in botocore's ivs-realtime model: this daemon's own operations (SPEC §9).
+    public var isExtension: Bool { self == .updateComposition || self == .updateParticipant }
+
+    /// The operations of the IVS model.
+    public static var modelOperations: [APIOperation] { allCases.filter { !$0.isExtension } }
 
     public var name: String { rawValue }
 
@@ -109,6 +118,8 @@ public enum APIOperation: String, Sendable, CaseIterable {
             [.resourceNotFound, .validation, .accessDenied, .internalServer, .serviceQuotaExceeded, .conflict, .pendingVerification]
         case .stopParticipantReplication: [.resourceNotFound, .validation, .accessDenied, .internalServer]
         case .listParticipantReplicas: [.validation, .accessDenied]
+        case .updateComposition: [.resourceNotFound, .validation, .accessDenied, .internalServer, .conflict]
+        case .updateParticipant: [.resourceNotFound, .validation, .accessDenied, .internalServer]
         }
     }
 
@@ -221,5 +232,6 @@ extension APIOperation {
         CreateParticipantTokenRequest.self,
         ImportPublicKeyRequest.self, GetPublicKeyRequest.self, ListPublicKeysRequest.self, DeletePublicKeyRequest.self,
         StartParticipantReplicationRequest.self, StopParticipantReplicationRequest.self, ListParticipantReplicasRequest.self,
+        UpdateCompositionRequest.self, UpdateParticipantRequest.self,
     ]
 }

@@ -5,6 +5,7 @@
 // DestinationState): one vocabulary from the API to the state machine and the sinks.
 public import Layout
 public import Lifecycle
+public import MediaCore
 
 public typealias Tags = [String: String]
 
@@ -218,9 +219,13 @@ public struct StartCompositionRequest: Codable, Hashable, Sendable {
     public var layout: LayoutConfiguration?
     public var destinations: [DestinationConfiguration]
     public var tags: Tags?
+    /// Extension (not in the IVS model): participants' gain and mute from the start, by
+    /// participant ID.
+    public var audio: [String: ParticipantAudio]?
 
     public init(stageArn: String, idempotencyToken: String? = nil, layout: LayoutConfiguration? = nil,
-                destinations: [DestinationConfiguration], tags: Tags? = nil) {
+                destinations: [DestinationConfiguration], tags: Tags? = nil, audio: [String: ParticipantAudio]? = nil) {
+        self.audio = audio
         self.stageArn = stageArn
         self.idempotencyToken = idempotencyToken
         self.layout = layout
@@ -230,6 +235,28 @@ public struct StartCompositionRequest: Codable, Hashable, Sendable {
 }
 
 public struct StartCompositionResponse: Codable, Hashable, Sendable {
+    public var composition: Composition?
+    public init(composition: Composition?) { self.composition = composition }
+}
+
+/// Extension (not in the IVS model): directs a running composition. Absent parts are left
+/// as they are: a new layout from the next output frame on (gliding over `transitionMs`),
+/// participants' gain and mute merged over those in force.
+public struct UpdateCompositionRequest: Codable, Hashable, Sendable {
+    public var arn: String
+    public var layout: LayoutConfiguration?
+    public var transitionMs: Int?
+    public var audio: [String: ParticipantAudio]?
+
+    public init(arn: String, layout: LayoutConfiguration? = nil, transitionMs: Int? = nil, audio: [String: ParticipantAudio]? = nil) {
+        self.arn = arn
+        self.layout = layout
+        self.transitionMs = transitionMs
+        self.audio = audio
+    }
+}
+
+public struct UpdateCompositionResponse: Codable, Hashable, Sendable {
     public var composition: Composition?
     public init(composition: Composition?) { self.composition = composition }
 }

@@ -281,6 +281,26 @@ public struct GetParticipantRequest: Codable, Hashable, Sendable {
     }
 }
 
+/// Extension (not in the IVS model): a producer's backend changes a publishing participant's
+/// attributes, as a token exchange would (TOKEN_EXCHANGED); every composition of the stage
+/// lays out again.
+public struct UpdateParticipantRequest: Codable, Hashable, Sendable {
+    public var stageArn: String
+    public var participantId: String
+    public var attributes: [String: String]
+
+    public init(stageArn: String, participantId: String, attributes: [String: String]) {
+        self.stageArn = stageArn
+        self.participantId = participantId
+        self.attributes = attributes
+    }
+}
+
+public struct UpdateParticipantResponse: Codable, Hashable, Sendable {
+    public var participant: Participant?
+    public init(participant: Participant?) { self.participant = participant }
+}
+
 public struct GetParticipantResponse: Codable, Hashable, Sendable {
     public var participant: Participant?
     public init(participant: Participant?) { self.participant = participant }

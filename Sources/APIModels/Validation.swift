@@ -3,6 +3,7 @@
 // one channel + one s3 destination). The first violation wins, in field order, and its
 // message starts with the field's path: `destinations[0].s3.encoderConfigurationArns: ...`.
 public import Layout
+import MediaCore
 
 /// Options that reach beyond the model's own constraints.
 public struct ValidationOptions: Sendable {
@@ -46,6 +47,8 @@ public enum ModelLimits {
     public static let participantTokenConfigurations = 0...12
     public static let participantTokenDurationMinutes = 1...20_160
     public static let participantRecordingReconnectWindowSeconds = 0...300
+    /// Extension: participants named in one `audio` map (a stage holds far fewer).
+    public static let audioSettings = 0...100
 }
 
 /// Single-field rules; each throws a ValidationException naming `path`.
@@ -155,6 +158,7 @@ extension StartCompositionRequest: APIRequest {
             try Rule.name(idempotencyToken, at: "idempotencyToken", length: ModelLimits.idempotencyTokenLength)
         }
         if let layout { try layout.validateModel(options: options) }
+        try Self.validateAudio(audio)
         try Rule.count(destinations, 1...ModelLimits.maximumDestinations, at: "destinations")
         var channelIndex: Int?
         var s3Index: Int?
@@ -227,6 +231,48 @@ extension LayoutConfiguration {
         if let check = options.layoutCheck, let problem = check(self) {
             throw .validation("layout.\(problem)")
         }
+    }
+}
+
+extension StartCompositionRequest {
+    /// The `audio` extension field's rules (StartComposition and UpdateComposition).
+    static func validateAudio(_ audio: [String: ParticipantAudio]?) throws(APIError) {
+        guard let audio else { return }
+        try Rule.count(Array(audio.keys), ModelLimits.audioSettings, at: "audio")
+        for id in audio.keys.sorted() {
+            try Rule.participantId(id, at: "audio.\(Rule.quoted(id))")
+            guard let gain = audio[id]?.gain else { continue }
+            guard gain.isFinite, ParticipantAudio.gainRange.contains(gain) else {
+                throw Rule.fail("audio.\(id).gain", "must be between 0 and 2 (got \(gain))")
+            }
+        }
+    }
+}
+
+extension UpdateCompositionRequest: APIRequest {
+    public static var operation: APIOperation { .updateComposition }
+
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(arn, .composition, at: "arn")
+        if let layout { try layout.validateModel(options: options) }
+        do throws(LayoutValidationError) {
+            try LayoutConfiguration.validateTransition(transitionMs, field: "transitionMs")
+        } catch {
+            throw .validation(error.description)
+        }
+        if transitionMs != nil, layout == nil { throw Rule.fail("transitionMs", "applies to a layout: give one") }
+        try StartCompositionRequest.validateAudio(audio)
+        if layout == nil, audio == nil { throw Rule.fail("layout", "give a layout or audio settings to change") }
+    }
+}
+
+extension UpdateParticipantRequest: APIRequest {
+    public static var operation: APIOperation { .updateParticipant }
+
+    public func validate(options: ValidationOptions) throws(APIError) {
+        try Rule.arn(stageArn, .stage, at: "stageArn")
+        try Rule.participantId(participantId)
+        try Rule.attributes(attributes)
     }
 }
 

@@ -8,7 +8,7 @@ public import Destinations
 import HLS
 public import Layout
 public import Logging
-import MediaCore
+public import MediaCore
 public import Persistence
 public import Pipeline
 
@@ -62,6 +62,8 @@ public struct CompositionPlanner: Sendable {
         public var channel: ChannelDestinationPlan?
         /// The recording's encoder, else the channel's, else IVS's defaults.
         public var encoder: EncoderSpec
+        /// Participants' gain and mute from the start (the `audio` extension field).
+        public var audio: [String: ParticipantAudio] = [:]
     }
 
     /// The encoder and storage configuration ARNs `request` names, to look up.
@@ -143,7 +145,7 @@ public struct CompositionPlanner: Sendable {
         let encoder = EncoderSpec(width: video.width ?? 1280, height: video.height ?? 720, frameRate: video.frameRate,
                                   bitrate: video.bitrate ?? 2_500_000)
         return Plan(destinations: destinations, layout: request.layout ?? .defaultGrid, recording: recording, channel: channel,
-                    encoder: encoder)
+                    encoder: encoder, audio: request.audio ?? [:])
     }
 
     /// What the runner builds: this plan's encoder, layout and outputs, the recording's
@@ -158,7 +160,7 @@ public struct CompositionPlanner: Sendable {
                                      thumbnails: recording.thumbnails)
         }
         return CompositionPlan(compositionId: compositionId, encoder: plan.encoder, layout: plan.layout, recording: recording,
-                               channel: plan.channel, preset: preset, lowLatency: lowLatency, tuning: tuning)
+                               channel: plan.channel, preset: preset, lowLatency: lowLatency, tuning: tuning, audio: plan.audio)
     }
 
     /// The push a channel entry describes (its reconnect policy with defaults).

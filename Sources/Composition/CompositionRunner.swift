@@ -62,11 +62,14 @@ public struct CompositionPlan: Sendable {
     public var lowLatency: Bool
     /// How the work is done (the CLI's comparison switches; the daemon keeps the defaults).
     public var tuning: CompositionTuning
+    /// Participants' gain and mute from the start (StartComposition's `audio` extension).
+    public var audio: [String: ParticipantAudio]
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
                 recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
-                lowLatency: Bool = false, tuning: CompositionTuning = CompositionTuning()) {
+                lowLatency: Bool = false, tuning: CompositionTuning = CompositionTuning(), audio: [String: ParticipantAudio] = [:]) {
         self.tuning = tuning
+        self.audio = audio
         self.lowLatency = lowLatency
         self.compositionId = compositionId
         self.encoder = encoder
@@ -102,9 +105,9 @@ public final class CompositionRunner {
     public let channelSink: RTMPChannelSink?
 
     /// `channelEvents` receives the channel destination's events (on its sender thread);
-    /// `clock` times its reconnect backoff.
+    /// `clock` times its reconnect backoff; `director` brings a producer's changes while it runs.
     public init(plan: CompositionPlan, source: any StageSource, duration: MediaTime? = nil, logger: Logger,
-                clock: any MediaClock = SystemMediaClock(),
+                clock: any MediaClock = SystemMediaClock(), director: CompositionDirector? = nil,
                 observer: @escaping (SessionEvent) -> Void = { _ in },
                 channelEvents: @escaping @Sendable (ChannelEvent) -> Void = { _ in }) throws(PipelineError) {
         var sinks: [any PacketSink] = []
@@ -138,7 +141,9 @@ public final class CompositionRunner {
             channelSink = nil
         }
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
-                                           layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning)
+                                           layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning,
+                                           stageChangeTransitionMs: plan.layout.transitionMs ?? 0, director: director,
+                                           audioSettings: plan.audio)
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

@@ -36,6 +36,26 @@ extension Frame {
         }
     }
 
+    /// Fades a rectangle of a YUV420P frame toward black (studio range: Y 16, U and V 128):
+    /// `opacity` 1 keeps it, 0 leaves black. The rectangle must lie inside the frame.
+    public func fade(_ rect: Rect, opacity: Double) {
+        let planes = yuvPlanes
+        guard rect.width > 0, rect.height > 0, rect.x >= 0, rect.y >= 0,
+              rect.maxX <= planes.width, rect.maxY <= planes.height else { return }
+        let keep = Int32((min(1, max(0, opacity)) * 256).rounded())
+        @inline(__always) func blend(_ pointer: UnsafeMutablePointer<UInt8>, count: Int, toward base: Int32) {
+            for i in 0..<count {
+                let value = Int32(pointer[i])
+                pointer[i] = UInt8(truncatingIfNeeded: base + (((value - base) * keep) >> 8))
+            }
+        }
+        for row in rect.y..<rect.maxY { blend(planes.y + row * planes.yStride + rect.x, count: rect.width, toward: 16) }
+        for row in (rect.y / 2)..<(rect.maxY / 2) {
+            blend(planes.u + row * planes.uStride + rect.x / 2, count: rect.width / 2, toward: 128)
+            blend(planes.v + row * planes.vStride + rect.x / 2, count: rect.width / 2, toward: 128)
+        }
+    }
+
     /// Reads one pixel's (Y, U, V) from a YUV420P frame, for tests and thumbnails.
     public func yuv(atX x: Int, y: Int) -> (y: UInt8, u: UInt8, v: UInt8) {
         let planes = yuvPlanes

@@ -70,10 +70,18 @@ public struct PipConfiguration: Codable, Hashable, Sendable {
 public struct LayoutConfiguration: Codable, Hashable, Sendable {
     public var grid: GridConfiguration?
     public var pip: PipConfiguration?
+    /// Extension (not in the IVS model): how long tiles glide and fade when the stage changes
+    /// (joins, leaves, attribute changes), 0...`maximumTransitionMs`; nil or 0 is a cut, as
+    /// IVS does.
+    public var transitionMs: Int?
 
-    public init(grid: GridConfiguration? = nil, pip: PipConfiguration? = nil) {
+    /// The longest transition a layout or an UpdateComposition may ask for.
+    public static let maximumTransitionMs = 2000
+
+    public init(grid: GridConfiguration? = nil, pip: PipConfiguration? = nil, transitionMs: Int? = nil) {
         self.grid = grid
         self.pip = pip
+        self.transitionMs = transitionMs
     }
 
     public static let defaultGrid = LayoutConfiguration(grid: GridConfiguration())

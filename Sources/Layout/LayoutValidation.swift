@@ -53,6 +53,15 @@ extension LayoutConfiguration {
         }
         if let grid { try grid.validate(prefix: "\(prefix).grid") }
         if let pip { try pip.validate(prefix: "\(prefix).pip") }
+        try Self.validateTransition(transitionMs, field: "\(prefix).transitionMs")
+    }
+
+    /// A transition's length: 0...`maximumTransitionMs` milliseconds.
+    public static func validateTransition(_ value: Int?, field: String) throws(LayoutValidationError) {
+        guard let value else { return }
+        if value < 0 || value > maximumTransitionMs {
+            throw .invalidField(field: field, reason: "must be between 0 and \(maximumTransitionMs) (got \(value))")
+        }
     }
 }
 

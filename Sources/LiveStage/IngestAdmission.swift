@@ -58,9 +58,13 @@ public struct TokenParticipant: Sendable, Equatable {
     public var expiresAt: Int64?
     /// The public key that verified the token: deleting the key ends the session.
     public var keyArn: String?
+    /// The token's capability names ("PUBLISH", "SUBSCRIBE"), when it had some (a token
+    /// exchange reports them).
+    public var capabilities: [String]?
 
     public init(stageArn: String, participantId: String, userId: String, attributes: [String: String],
-                expiresAt: Int64? = nil, keyArn: String? = nil) {
+                expiresAt: Int64? = nil, keyArn: String? = nil, capabilities: [String]? = nil) {
+        self.capabilities = capabilities
         self.stageArn = stageArn
         self.participantId = participantId
         self.userId = userId

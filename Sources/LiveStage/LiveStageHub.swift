@@ -128,6 +128,19 @@ public final class LiveStageHub: Sendable {
         return publisher
     }
 
+    /// A publisher's attributes change (token exchange, UpdateParticipant): every composition
+    /// of the stage sees them from its next frame. False when it is not publishing here.
+    @discardableResult
+    public func updateAttributes(stageArn: String, participantId: String, attributes: [String: String]) -> Bool {
+        stages.withLock { stages in
+            guard let stage = stages[stageArn],
+                  let publisher = stage.publishers.first(where: { $0.identity.participantId == participantId }) else { return false }
+            publisher.setAttributes(attributes)
+            for subscription in stage.subscriptions { subscription.touch() }
+            return true
+        }
+    }
+
     /// Subscribes a composition to a stage: every current and future publisher gets a queue.
     public func subscribe(stageArn: String) -> LiveStageSubscription {
         let subscription = LiveStageSubscription(hub: self, stageArn: stageArn)
@@ -204,7 +217,9 @@ public final class LivePublisher: Sendable {
     }
 
     public let stageArn: String
+    /// Who joined, as they joined (`attributes` has what they are now).
     public let identity: LiveParticipantIdentity
+    private let currentAttributes: Mutex<[String: String]>
     /// Distinguishes a reconnect (same participant ID) from the connection it replaces.
     public let generation: UInt64
     /// The participant's place in the stage's order of arrival (a reconnect keeps it).
@@ -219,6 +234,7 @@ public final class LivePublisher: Sendable {
         self.hub = hub
         self.stageArn = stageArn
         self.identity = identity
+        currentAttributes = Mutex(identity.attributes)
         self.generation = generation
         disconnectHandler = disconnect
         state = Mutex(State(mapper: LiveTimestampMapper(latency: hub.settings.latency, minimumLatency: hub.settings.minimumLatency,
@@ -227,6 +243,12 @@ public final class LivePublisher: Sendable {
 
     /// Wall-clock time (ms since 1970) of stage-clock time 0 (the hub's).
     public var wallClockEpochMs: Int64 { hub.wallClockEpochMs }
+
+    /// The participant's attributes now: what it joined with, until a token exchange or
+    /// UpdateParticipant changes them (`LiveStageHub.updateAttributes`).
+    public var attributes: [String: String] { currentAttributes.withLock { $0 } }
+
+    func setAttributes(_ attributes: [String: String]) { currentAttributes.withLock { $0 = attributes } }
 
     /// The publisher (re)announced a stream's codec setup (a sequence header).
     public func announce(_ configuration: CodecConfiguration) {
@@ -434,6 +456,9 @@ public final class LiveStageSubscription: Sendable {
 
     /// Stops receiving media (the composition ended).
     public func cancel() { hub.unsubscribe(self) }
+
+    /// Something about a publisher changed (its attributes): the next snapshot is new.
+    func touch() { state.withLock { $0.version &+= 1 } }
 
     func add(_ entry: Entry) {
         state.withLock {

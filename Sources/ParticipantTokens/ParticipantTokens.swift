@@ -32,6 +32,9 @@ public struct ParticipantTokenClaims: Sendable, Equatable {
     /// The `kid` of the key that signed it (set by the verifier).
     public var keyArn: String
 
+    /// The capabilities by their model names, sorted ("PUBLISH", "SUBSCRIBE").
+    public var capabilityNames: [String] { capabilities.map(\.rawValue).sorted() }
+
     public init(participantId: String, userId: String?, stageArn: String, stageId: String, eventsURL: String, whipURL: String,
                 capabilities: Set<ParticipantCapability>, attributes: [String: String], issuedAt: Int64, expiresAt: Int64,
                 keyArn: String = "") {

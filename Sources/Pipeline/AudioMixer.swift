@@ -26,6 +26,13 @@ public final class AudioMixer {
     /// The participants whose audio the last tick mixed in (published and not muted), in
     /// stage order: the voices heard, next to the tiles shown.
     public private(set) var audibleParticipants: [String] = []
+    /// The producer's gain and mute per participant (UpdateComposition), and the gain each
+    /// participant's voice had at the end of the last tick: a change ramps over one tick.
+    public private(set) var settings: [String: ParticipantAudio] = [:]
+    private var gains: [String: Float] = [:]
+    /// At most this many participants' settings are kept; past it, those of participants not
+    /// on the stage are forgotten first.
+    public static let settingsLimit = 256
 
     public init(sampleRate: Int, frameRate: Rational, encoderFrame: Frame, frameSize: Int) {
         self.sampleRate = sampleRate
@@ -45,6 +52,14 @@ public final class AudioMixer {
         mixRight.deallocate()
         fifoLeft.deallocate()
         fifoRight.deallocate()
+    }
+
+    /// Merges a producer's settings over those in force; they apply from the next tick.
+    public func setAudio(_ changes: [String: ParticipantAudio], onStage: Set<String> = []) {
+        settings.merge(changes) { _, new in new }
+        if settings.count > Self.settingsLimit {
+            settings = settings.filter { changes[$0.key] != nil || onStage.contains($0.key) }
+        }
     }
 
     /// First sample position of output frame `tick`.
@@ -68,8 +83,19 @@ public final class AudioMixer {
                 audibleParticipants.append(state.participantId)
                 subscriber.noteAudioRead(from: from, count: count)
             }
-            subscriber.audio.mix(from: from, count: count, gain: audible ? 1 : 0, intoLeft: mixLeft, right: mixRight)
+            guard audible else {
+                // Not heard: no ramp (a mute from the publisher is theirs to shape).
+                if gains[state.participantId] != nil { gains[state.participantId] = nil }
+                subscriber.audio.mix(from: from, count: count, gain: 0, intoLeft: mixLeft, right: mixRight)
+                continue
+            }
+            // A voice that was heard last tick ramps from its gain then; a new one starts at its own.
+            let target = settings.isEmpty ? 1 : settings[state.participantId]?.effectiveGain ?? 1
+            let previous = gains[state.participantId] ?? target
+            gains[state.participantId] = target
+            subscriber.audio.mix(from: from, count: count, gain: previous, endGain: target, intoLeft: mixLeft, right: mixRight)
         }
+        if gains.count > Self.settingsLimit { gains = gains.filter { id, _ in participants.contains { $0.participantId == id } } }
         lastPeak = limiter.process(left: mixLeft, right: mixRight, count: count)
         (fifoLeft + fifoCount).update(from: mixLeft, count: count)
         (fifoRight + fifoCount).update(from: mixRight, count: count)

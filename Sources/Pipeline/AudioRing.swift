@@ -150,11 +150,23 @@ public final class AudioRing {
 
     /// Adds samples [from, from+count) × gain into the output buffers (silence where not held),
     /// then forgets everything before from+count.
-    public func mix(from: Int64, count: Int, gain: Float, intoLeft outLeft: UnsafeMutablePointer<Float>, right outRight: UnsafeMutablePointer<Float>) {
+    /// With `endGain`, the gain goes from `gain` to it in a straight line over the `count`
+    /// samples (a change of gain without a click); it is `endGain` on the last sample.
+    public func mix(from: Int64, count: Int, gain: Float, endGain: Float? = nil,
+                    intoLeft outLeft: UnsafeMutablePointer<Float>, right outRight: UnsafeMutablePointer<Float>) {
         let to = from + Int64(count)
         let first = max(from, start)
         let last = min(to, end)
-        if gain != 0, first < last {
+        if let endGain, endGain != gain, first < last {
+            let step = (endGain - gain) / Float(count)
+            for position in first..<last {
+                let index = slot(position)
+                let out = Int(position - from)
+                let g = gain + step * Float(out + 1)
+                outLeft[out] += left[index] * g
+                outRight[out] += right[index] * g
+            }
+        } else if gain != 0, first < last {
             for position in first..<last {
                 let index = slot(position)
                 let out = Int(position - from)

@@ -42,9 +42,20 @@ public struct CompositionSettings {
     /// Stop after this much output. Nil: the source's duration, or until `shouldStop`.
     public var duration: MediaTime?
     public var tuning: CompositionTuning
+    /// How long tiles glide and fade when the stage changes (the layout's `transitionMs`).
+    public var stageChangeTransitionMs: Int
+    /// Where a producer's changes come from while it runs (nil: the layout is fixed).
+    public var director: CompositionDirector?
+    /// Participants' gain and mute from the start.
+    public var audioSettings: [String: ParticipantAudio]
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
-                layout: any LayoutEngine, duration: MediaTime? = nil, tuning: CompositionTuning = CompositionTuning()) {
+                layout: any LayoutEngine, duration: MediaTime? = nil, tuning: CompositionTuning = CompositionTuning(),
+                stageChangeTransitionMs: Int = 0, director: CompositionDirector? = nil,
+                audioSettings: [String: ParticipantAudio] = [:]) {
+        self.stageChangeTransitionMs = stageChangeTransitionMs
+        self.director = director
+        self.audioSettings = audioSettings
         self.video = video
         self.audio = audio
         self.layout = layout
@@ -96,6 +107,8 @@ public enum SessionEvent: Sendable, Equatable {
     case sinkFailed(name: String, destinationId: String?, reason: String)
     /// Number of publishing participants changed.
     case publishersChanged(Int, at: MediaTime)
+    /// A producer's change was applied from the output frame at this composition time on.
+    case directed(CompositionDirection, at: MediaTime)
 }
 
 public final class CompositionSession {
@@ -128,8 +141,10 @@ public final class CompositionSession {
             compositor.parallelDecoding = settings.tuning.parallelDecoding
             compositor.decodeHiddenVideo = settings.tuning.decodeHiddenVideo
             compositor.frameLead = settings.video.frameRate.inverted.rescale(1, to: MediaTime.microseconds) / 2
+            compositor.stageChangeTransition = Int64(settings.stageChangeTransitionMs) * 1000
             let mixer = AudioMixer(sampleRate: settings.audio.sampleRate, frameRate: settings.video.frameRate,
                                    encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
+            mixer.setAudio(settings.audioSettings)
             renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: settings.video.frameRate)
         } catch {
             throw .encoder(error.description)
@@ -170,6 +185,14 @@ public final class CompositionSession {
                              metadata: ["tick": "\(tick)", "late.ms": "\(late / 1000)", "lagged": "\(lagged)"])
             } else {
                 do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
+            }
+            if let change = settings.director?.take() {
+                renderer.direct(change)
+                observer(.directed(change, at: stageTime))
+                logger.info("composition directed", metadata: ["at.ms": "\(stageTime.millisecondsValue)",
+                                                               "layout.changed": "\(change.layout != nil)",
+                                                               "transition.ms": "\(change.transitionMs)",
+                                                               "audio.participants": "\(change.audio.count)"])
             }
             let participants = renderer.render(tick: tick, repeatPicture: lagging)
             let publishing = participants.lazy.filter(\.isPublished).count

@@ -131,7 +131,7 @@ public final class LiveStageSource: StageSource {
         states = active.values.map { entry in
             let identity = entry.publisher.identity
             return StageParticipantState(participantId: identity.participantId, userId: identity.userId,
-                                         attributes: identity.attributes, isPublished: true, isVideoStopped: false,
+                                         attributes: entry.publisher.attributes, isPublished: true, isVideoStopped: false,
                                          isAudioMuted: false, arrivalIndex: entry.publisher.arrivalIndex)
         }
         states.sort { $0.arrivalIndex < $1.arrivalIndex }

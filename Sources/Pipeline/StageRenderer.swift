@@ -3,6 +3,7 @@
 // can never disagree. CompositionSession encodes what it renders; the stage-sequence property
 // tests render ticks without encoders and compare the tiles and the mix with a model.
 
+import Layout
 public import MediaCore
 
 public final class StageRenderer {
@@ -16,6 +17,15 @@ public final class StageRenderer {
         self.compositor = compositor
         self.mixer = mixer
         frameDuration = frameRate.inverted
+    }
+
+    /// Applies a producer's change from the next rendered tick on.
+    public func direct(_ change: CompositionDirection) {
+        if let layout = change.layout {
+            compositor.setLayout(layout.makeEngine(), transition: Int64(change.transitionMs) * 1000)
+            compositor.stageChangeTransition = Int64(layout.transitionMs ?? 0) * 1000
+        }
+        if !change.audio.isEmpty { mixer.setAudio(change.audio, onStage: Set(mixer.audibleParticipants)) }
     }
 
     /// Brings the stage to output frame `tick`: the participants at its time, their pictures

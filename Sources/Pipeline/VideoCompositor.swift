@@ -14,7 +14,17 @@ public import MediaCore
 public final class VideoCompositor {
     public let canvas: Frame
     public let canvasSize: PixelSize
-    private let layout: any LayoutEngine
+    private var layout: any LayoutEngine
+    /// A layout change asked for (UpdateComposition): the next tick lays out again, gliding
+    /// over this long (µs; 0 is a cut).
+    private var pendingRelayout: Int64?
+    /// How long tiles glide and fade when the stage changes (joins, leaves, attributes; µs).
+    public var stageChangeTransition: Int64 = 0
+    /// The transition under way, if any: every tick draws all of it until it ends.
+    public private(set) var transition: LayoutTransition?
+    /// The stage time of the tick laid out last (µs): a transition starts there, so the
+    /// first frame after a change is already one frame into it.
+    private var lastLayoutTime: Int64?
     private var scalers: [String: TileScaler] = [:]
     private var layoutInput: [LayoutParticipant] = []
     private var previousInput: [LayoutParticipant] = []
@@ -63,7 +73,7 @@ public final class VideoCompositor {
     public func compose(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
         advanceVideo(participants: participants, source: source, stageTime: stageTime)
         updateLayout(participants: participants, source: source, stageTime: stageTime)
-        draw(source: source)
+        draw(source: source, stageTime: stageTime)
     }
 
     /// Brings the stage to `stageTime` without drawing (the clock is behind and the previous
@@ -79,7 +89,14 @@ public final class VideoCompositor {
         }
     }
 
-    /// The tiles for who is on the stage now (recomputed only when that changed).
+    /// Lays the stage out with `layout` from the next tick on, gliding there over `transition`
+    /// µs (0: a cut on that tick).
+    public func setLayout(_ layout: any LayoutEngine, transition: Int64) {
+        self.layout = layout
+        pendingRelayout = max(0, transition)
+    }
+
+    /// The tiles for who is on the stage now (recomputed only when that or the layout changed).
     private func updateLayout(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
         layoutInput.removeAll(keepingCapacity: true)
         for state in participants where state.isPublished {
@@ -88,8 +105,23 @@ public final class VideoCompositor {
                 participantId: state.participantId, userId: state.userId, attributes: state.attributes,
                 arrivalIndex: state.arrivalIndex, video: videoState(of: state, subscriber: subscriber, at: stageTime)))
         }
-        if layoutInput != previousInput {
-            tiles = layout.tiles(canvas: canvasSize, participants: layoutInput)
+        if let transition, transition.isFinished(at: stageTime) {
+            self.transition = nil
+            invalidate()
+        }
+        if pendingRelayout != nil || layoutInput != previousInput {
+            let newTiles = layout.tiles(canvas: canvasSize, participants: layoutInput)
+            let length = pendingRelayout ?? stageChangeTransition
+            pendingRelayout = nil
+            if length > 0, newTiles != tiles {
+                // From what is on screen now (mid-way through a transition: where its tiles are).
+                let onScreen = transition.map { $0.tiles(at: stageTime).filter { $0.opacity > 0 }.map(\.tile) } ?? tiles
+                let start = min(stageTime, lastLayoutTime ?? stageTime)
+                transition = LayoutTransition(from: onScreen, to: newTiles, start: start, duration: length)
+            } else if length == 0 {
+                transition = nil // a cut ends any glide under way
+            }
+            tiles = newTiles
             swap(&layoutInput, &previousInput)
             layoutChanges += 1
             invalidate()
@@ -99,6 +131,7 @@ public final class VideoCompositor {
                 source.subscriber(for: state.participantId)?.setDrawnSize(nil)
             }
         }
+        lastLayoutTime = stageTime
     }
 
     /// Brings every participant's video to the frame this tick shows (unpublished ones too,
@@ -138,7 +171,11 @@ public final class VideoCompositor {
         return .publishing(size)
     }
 
-    private func draw(source: any StageSource) {
+    private func draw(source: any StageSource, stageTime: Int64) {
+        if let transition {
+            drawTransition(transition, source: source, stageTime: stageTime)
+            return
+        }
         pass &+= 1
         if !reuseUnchangedTiles { backgroundDrawn = false }
         if !backgroundDrawn {
@@ -190,6 +227,33 @@ public final class VideoCompositor {
                 drawCameraOff(tile)
                 drawn[index] = DrawnTile(cameraOffAt: pass)
             }
+        }
+    }
+
+    /// A frame inside a transition: everything drawn afresh, each tile where the transition
+    /// has it now, the going and coming ones faded over the background. The canvas is drawn
+    /// whole again once the transition ends.
+    private func drawTransition(_ transition: LayoutTransition, source: any StageSource, stageTime: Int64) {
+        pass &+= 1
+        backgroundDrawn = false
+        canvas.fill(Rect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
+        for item in transition.tiles(at: stageTime) where item.opacity > 0 {
+            let tile = item.tile
+            guard tile.rect.x >= 0, tile.rect.y >= 0, tile.rect.maxX <= canvasSize.width, tile.rect.maxY <= canvasSize.height else { continue }
+            if tile.content == .video, let subscriber = source.subscriber(for: tile.participantId),
+               let size = subscriber.currentVideoSize,
+               let placement = TileGeometry.place(source: size, in: tile.rect, mode: tile.fillMode) {
+                let scaler = scalers[tile.participantId] ?? makeScaler(for: tile.participantId)
+                do {
+                    try scaler.scale(subscriber.current, crop: placement.crop, into: canvas, destination: placement.destination)
+                    tilesScaled += 1
+                } catch {
+                    drawCameraOff(tile)
+                }
+            } else {
+                drawCameraOff(tile)
+            }
+            if item.opacity < 1 { canvas.fade(tile.rect, opacity: item.opacity) }
         }
     }
 

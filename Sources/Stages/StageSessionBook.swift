@@ -37,7 +37,25 @@ public struct SessionParticipant: Sendable, Equatable, Codable {
 /// The model's participant event names this book produces.
 public enum SessionEventName: String, Sendable, Equatable, Codable {
     case joined = "JOINED", left = "LEFT", publishStarted = "PUBLISH_STARTED", publishStopped = "PUBLISH_STOPPED"
-    case publishError = "PUBLISH_ERROR"
+    case publishError = "PUBLISH_ERROR", tokenExchanged = "TOKEN_EXCHANGED"
+}
+
+/// What a participant's token said before or after an exchange (the model's
+/// `ExchangedParticipantToken`): the fields an exchange may change.
+public struct SessionTokenSnapshot: Sendable, Equatable, Codable {
+    public var attributes: [String: String]
+    public var userId: String
+    /// The model's capability names ("PUBLISH", "SUBSCRIBE"), when a token said them.
+    public var capabilities: [String]?
+    /// Seconds since 1970, when a token said it.
+    public var expirationTime: Int64?
+
+    public init(attributes: [String: String], userId: String, capabilities: [String]? = nil, expirationTime: Int64? = nil) {
+        self.attributes = attributes
+        self.userId = userId
+        self.capabilities = capabilities
+        self.expirationTime = expirationTime
+    }
 }
 
 public struct SessionParticipantEvent: Sendable, Equatable, Codable {
@@ -46,12 +64,18 @@ public struct SessionParticipantEvent: Sendable, Equatable, Codable {
     public var time: Int64
     /// The model's EventErrorCode, on PUBLISH_ERROR.
     public var errorCode: String?
+    /// The token before and after, on TOKEN_EXCHANGED.
+    public var previousToken: SessionTokenSnapshot?
+    public var newToken: SessionTokenSnapshot?
 
-    public init(name: SessionEventName, participantId: String, time: Int64, errorCode: String? = nil) {
+    public init(name: SessionEventName, participantId: String, time: Int64, errorCode: String? = nil,
+                previousToken: SessionTokenSnapshot? = nil, newToken: SessionTokenSnapshot? = nil) {
         self.name = name
         self.participantId = participantId
         self.time = time
         self.errorCode = errorCode
+        self.previousToken = previousToken
+        self.newToken = newToken
     }
 }
 
@@ -161,6 +185,33 @@ public struct StageSessionBook: Sendable {
     public func refused(stageArn: String, participantId: String, userId: String, errorCode: String) -> [StageSessionEffect] {
         [.notify(.publishError(stageArn: stageArn, sessionId: sessions[stageArn]?.record.sessionId, userId: userId,
                                participantId: participantId, errorCode: errorCode))]
+    }
+
+    /// A connected participant's token was exchanged (or a producer changed its attributes,
+    /// which acts as one): its attributes and user ID become the new token's, and a
+    /// TOKEN_EXCHANGED event says both. Nothing when it is not connected.
+    public mutating func exchangeToken(stageArn: String, participantId: String, to newToken: SessionTokenSnapshot,
+                                       previousCapabilities: [String]? = nil, previousExpirationTime: Int64? = nil,
+                                       at time: Int64) -> [StageSessionEffect] {
+        guard var session = sessions[stageArn], session.connected.contains(participantId),
+              var participant = session.participants[participantId] else { return [] }
+        let previous = SessionTokenSnapshot(attributes: participant.attributes, userId: participant.userId,
+                                            capabilities: previousCapabilities, expirationTime: previousExpirationTime)
+        participant.attributes = newToken.attributes
+        participant.userId = newToken.userId
+        session.participants[participantId] = participant
+        sessions[stageArn] = session
+        return [
+            .saveParticipant(participant),
+            .appendEvent(stageArn: stageArn, sessionId: session.record.sessionId,
+                         SessionParticipantEvent(name: .tokenExchanged, participantId: participantId, time: time,
+                                                 previousToken: previous, newToken: newToken)),
+        ]
+    }
+
+    /// The participant as the session knows it (connected or not).
+    public func participant(stageArn: String, participantId: String) -> SessionParticipant? {
+        sessions[stageArn]?.participants[participantId]
     }
 
     /// A publisher left (any reason). The last one out ends the session.

@@ -21,6 +21,18 @@ func runReportingErrors(_ body: () throws -> Void) throws {
     }
 }
 
+/// `runReportingErrors` for async commands.
+func reportingFailures(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as ExitCode {
+        throw error
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
 func makeLogger(label: String, verbose: Bool) -> Logger {
     var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
     logger.logLevel = verbose ? .info : .warning

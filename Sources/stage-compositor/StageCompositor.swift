@@ -7,6 +7,7 @@ struct StageCompositor: AsyncParsableCommand {
         commandName: "stage-compositor",
         abstract: "IVS-compatible server-side composition: grid/PiP layouts, audio mix, HLS recording, RTMP push.",
         version: BuildInfo.versionDescription,
-        subcommands: [ComposeCommand.self, ServeCommand.self, ConfigCommand.self, LayoutCommand.self, NodesCommand.self]
+        subcommands: [ComposeCommand.self, ServeCommand.self, ConfigCommand.self, LayoutCommand.self, NodesCommand.self,
+                      CompositionCommand.self]
     )
 }

@@ -51,9 +51,15 @@ import Testing
     ]
 
     @Test func everyServedOperationIsInTheModelTable() {
-        // All 39 of the model's operations.
-        #expect(Set(APIOperation.allCases.map(\.name)) == Set(Self.model.map(\.0)))
-        #expect(APIOperation.allCases.count == Self.model.count)
+        // All 39 of the model's operations, and the extensions (SPEC §9) beside them.
+        #expect(Set(APIOperation.modelOperations.map(\.name)) == Set(Self.model.map(\.0)))
+        #expect(APIOperation.modelOperations.count == Self.model.count)
+        #expect(APIOperation.allCases.filter(\.isExtension).map(\.name) == ["UpdateComposition", "UpdateParticipant"])
+        for operation in APIOperation.allCases where operation.isExtension {
+            #expect(!Self.model.contains { $0.0 == operation.name })
+            #expect(operation.httpMethod == .post && operation.requestURI == "/" + operation.name && operation.hasJSONBody)
+            #expect(APIOperation.jsonBodyRequests.contains { $0.operation == operation })
+        }
     }
 
     @Test(arguments: model.indices)

@@ -212,6 +212,30 @@ let cases: [(APIOperation, String, String?)] = [
     (.tagResource, #"{"tags":{"team":"video"}}"#, nil),
     (.tagResource, "{}", "tags: is required"),
     (.tagResource, #"{"tags":{"":"x"}}"#, "tags: tag key '' must be 1 to 128 characters"),
+    // UpdateComposition (extension): the layout as StartComposition checks it, a transition, audio
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"pip":{}},"transitionMs":300}"#, nil),
+    (.updateComposition, #"{"arn":"\#(composition)","audio":{"p-1":{"gain":0.5},"p-2":{"muted":true}}}"#, nil),
+    (.updateComposition, #"{"arn":"\#(stage)","layout":{"grid":{}}}"#,
+     "arn: 'arn:aws:ivs:us-east-1:123456789012:stage/8faHz1SQp0ik' is not a valid composition ARN (expected arn:aws:ivs:<region>:<account-id>:composition/<id>, at most 128 characters)"),
+    (.updateComposition, #"{"arn":"\#(composition)"}"#, "layout: give a layout or audio settings to change"),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"pip":{"pipWidth":0}}}"#, "layout.pip.pipWidth: must be at least 1 (got 0)"),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"grid":{},"pip":{}}}"#, "layout: specify either grid or pip, not both"),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"grid":{}},"transitionMs":2001}"#,
+     "transitionMs: must be between 0 and 2000 (got 2001)"),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"grid":{}, "transitionMs":-1}}"#,
+     "layout.transitionMs: must be between 0 and 2000 (got -1)"),
+    (.updateComposition, #"{"arn":"\#(composition)","transitionMs":300,"audio":{}}"#, "transitionMs: applies to a layout: give one"),
+    (.updateComposition, #"{"arn":"\#(composition)","audio":{"p-1":{"gain":2.5}}}"#, "audio.p-1.gain: must be between 0 and 2 (got 2.5)"),
+    (.updateComposition, #"{"arn":"\#(composition)","audio":{"p-1":{"gain":-0.1}}}"#, "audio.p-1.gain: must be between 0 and 2 (got -0.1)"),
+    (.updateComposition, #"{"arn":"\#(composition)","audio":{"p 1":{"gain":1}}}"#, "audio.'p 1': 'p 1' must match [a-zA-Z0-9-]*"),
+    (.startComposition, start("[\(channelDestination)]", extra: #","audio":{"p-1":{"gain":3}}"#),
+     "audio.p-1.gain: must be between 0 and 2 (got 3.0)"),
+    // UpdateParticipant (extension): a stage, a participant, attributes within 1 KB
+    (.updateParticipant, #"{"stageArn":"\#(stage)","participantId":"AbCd1234","attributes":{"featured":"true"}}"#, nil),
+    (.updateParticipant, #"{"stageArn":"\#(stage)","participantId":"AbCd1234"}"#, "attributes: is required"),
+    (.updateParticipant, #"{"stageArn":"\#(stage)","participantId":"a/b","attributes":{}}"#, "participantId: 'a/b' must match [a-zA-Z0-9-]*"),
+    (.updateParticipant, #"{"stageArn":"\#(stage)","participantId":"AbCd1234","attributes":{"k":"\#(String(repeating: "v", count: 1100))"}}"#,
+     "attributes: keys and values may total at most 1024 bytes (got 1101)"),
 ]
 
 @Suite struct ValidationTests {

@@ -255,6 +255,11 @@ enum APISeeds {
                  #"{"sourceStageArn":"\#(stage)","destinationStageArn":"arn:aws:ivs:us-east-1:123456789012:stage/ZyXwVuTsRqPo","participantId":"AbCdEf123456","reconnectWindowSeconds":30,"attributes":{"a":"b"}}"#),
             seed("ListParticipantReplicas", participants: 4, #"{"sourceStageArn":"\#(stage)","participantId":"AbCdEf123456","maxResults":2}"#),
             seed("UpdateStage", participants: 0, #"{"arn":"\#(stage)","name":"x","autoParticipantRecordingConfiguration":{"storageConfigurationArn":""}}"#),
+            // The extensions: a running composition directed, a participant's attributes changed.
+            seed("UpdateComposition", participants: 7,
+                 #"{"arn":"arn:aws:ivs:us-east-1:123456789012:composition/AbCdEfGhIjKl","layout":{"pip":{"pipPosition":"TOP_RIGHT","pipWidth":320,"pipHeight":180},"transitionMs":300},"transitionMs":2000,"audio":{"AbCdEf123456":{"gain":0.5},"ZyXwVu":{"muted":true}}}"#),
+            seed("UpdateParticipant", participants: 0,
+                 #"{"stageArn":"\#(stage)","participantId":"AbCdEf123456","attributes":{"featured":"true","order":"2"}}"#),
             (name: "valid-TagResource-0", bytes: [UInt8(shapes.count), 0] + Array(#"{"tags":{"a":"b","c":"d"}}"#.utf8)),
             (name: "valid-UntagResource-0", bytes: [UInt8(shapes.count + 1), 0] + Array("tagKeys=a&tagKeys=b%20c".utf8)),
             (name: "valid-ListTagsForResource-0", bytes: [UInt8(shapes.count + 2), 0] + Array(stage.utf8)),

@@ -71,6 +71,12 @@ enum StageSequenceGenerator {
         for _ in 0..<count {
             let at = Int64.random(in: 0...(duration - 1_000) / 10, using: &random) * 10
             let p = Int.random(in: 0..<participants, using: &random)
+            if timing.supportsDirection, Int.random(in: 0..<100, using: &random) < 15 {
+                // A producer directs: a new layout, or new attributes for a participant.
+                let step: StageStep = Bool.random(using: &random) ? .relayout(layout(&random)) : .setTraits(p, traits(&random))
+                steps.append(TimedStageStep(atMs: at, step: step))
+                continue
+            }
             let roll = Int.random(in: 0..<100, using: &random)
             let step: StageStep = switch roll {
             case 0..<34: .join(p, timing.supportsNewTraits ? traits(&random) : fixed[p])
@@ -89,19 +95,22 @@ enum StageSequenceGenerator {
 }
 
 extension ModelLayout {
-    /// The same layout in the compositor's configuration.
-    var engine: any LayoutEngine {
+    /// The same layout as the API's configuration.
+    var configuration: LayoutConfiguration {
         let featured = featuredAttribute ? "featured" : nil
         let order = orderAttribute ? "order" : nil
         switch kind {
         case .grid:
-            return GridLayout(configuration: GridConfiguration(featuredParticipantAttribute: featured, omitStoppedVideo: omitStoppedVideo,
+            return LayoutConfiguration(grid: GridConfiguration(featuredParticipantAttribute: featured, omitStoppedVideo: omitStoppedVideo,
                                                                participantOrderAttribute: order))
         case .pip:
-            return PipLayout(configuration: PipConfiguration(featuredParticipantAttribute: featured, omitStoppedVideo: omitStoppedVideo,
+            return LayoutConfiguration(pip: PipConfiguration(featuredParticipantAttribute: featured, omitStoppedVideo: omitStoppedVideo,
                                                              pipParticipantAttribute: "pip", participantOrderAttribute: order))
         }
     }
+
+    /// The same layout in the compositor's configuration.
+    var engine: any LayoutEngine { configuration.makeEngine() }
 }
 
 /// Renders ticks without encoding: a small canvas, the real compositor and mixer (its
@@ -154,6 +163,7 @@ struct LiveStageSequenceRunner {
     static let videoStoppedAfterMs: Int64 = 1_000
     static let timing = StageModelTiming(pictureDelayMs: latencyMs, cameraOffAfterMs: latencyMs + videoStoppedAfterMs, settleMs: 260,
                                          supportsMute: false, supportsKill: true, supportsResize: true, supportsNewTraits: true,
+                                         supportsDirection: true,
                                          // Joins happen when they happen (the hub cannot see ahead); a leaver's
                                          // queued media plays out for the latency, ending on the tick nearest it.
                                          leaveShownAfterMs: latencyMs - TickObserver.frameLeadMs)
@@ -193,6 +203,8 @@ struct LiveStageSequenceRunner {
         var publishers: [Int: Publisher] = [:]
         var pending = sequence.steps[...]
         var views: [(Int64, StageView)] = []
+        // A layout change the `layoutChangeOneFrameLate` mutation holds back for one tick.
+        var heldBack: CompositionDirection?
         var t: Int64 = 0
         while t <= sequence.durationMs {
             clock.advance(to: .microseconds(origin + t * 1000))
@@ -204,6 +216,11 @@ struct LiveStageSequenceRunner {
             while let next = pending.first, next.atMs <= t {
                 pending.removeFirst()
                 guard model.apply(TimedStageStep(atMs: t, step: next.step)) else { continue }
+                if case .relayout(let layout) = next.step {
+                    let change = CompositionDirection(layout: layout.configuration)
+                    if mutation == .layoutChangeOneFrameLate { heldBack = change } else { observer.renderer.direct(change) }
+                    continue
+                }
                 perform(next.step, at: t, hub: hub, publishers: &publishers, mutation: mutation)
             }
             for publisher in publishers.values where publisher.sending && publisher.nextSendMs <= t {
@@ -217,6 +234,10 @@ struct LiveStageSequenceRunner {
             if t % 100 == 0 {
                 guard let view = try? observer.view(tick: t / 100) else { return "the renderer failed at \(t) ms" }
                 views.append((t, view))
+                if let change = heldBack {
+                    observer.renderer.direct(change)
+                    heldBack = nil
+                }
             }
             t += 10
         }
@@ -228,7 +249,7 @@ struct LiveStageSequenceRunner {
     }
 
     /// Ways to break the stage code on purpose, to see the property fail.
-    enum Mutation: Sendable { case none, leaveHidesLaterJoiners }
+    enum Mutation: Sendable { case none, leaveHidesLaterJoiners, layoutChangeOneFrameLate, attributeChangeIgnored }
 
     private func perform(_ step: StageStep, at t: Int64, hub: LiveStageHub, publishers: inout [Int: Publisher], mutation: Mutation) {
         let index = step.participant
@@ -263,7 +284,10 @@ struct LiveStageSequenceRunner {
             publisher.clip = 1 - publisher.clip
             publisher.connection.announce(video.clips[publisher.clip].configuration)
             publisher.frame = 0
-        case .mute, .unmute:
+        case .setTraits(_, let traits):
+            guard mutation != .attributeChangeIgnored else { return }
+            hub.updateAttributes(stageArn: stageArn, participantId: StageModel.id(index), attributes: traits.attributes)
+        case .mute, .unmute, .relayout:
             break
         }
     }
@@ -332,7 +356,7 @@ struct RecordedStageSequenceRunner {
             case .startVideo: event = "videoStarted"
             case .mute: event = "audioMuted"
             case .unmute: event = "audioUnmuted"
-            case .resize: continue
+            case .resize, .relayout, .setTraits: continue
             }
             timelines[step.step.participant, default: []].append(["atMs": step.atMs, "event": event])
         }
@@ -388,11 +412,12 @@ struct RecordedStageSequenceRunner {
         if let failure { Issue.record("\(failure)") }
     }
 
-    /// The property must catch the fault it is there for: a leave that takes later joiners'
-    /// tiles with it (issue 22's symptom, made here by the harness) fails within the seeds.
-    @Test("the live property fails when a leave hides later joiners")
-    func mutationIsCaught() async throws {
-        let mutation = LiveStageSequenceRunner.Mutation.leaveHidesLaterJoiners
+    /// The property must catch the faults it is there for: a leave that takes later joiners'
+    /// tiles with it (issue 22's symptom), a layout change shown one frame late, an attribute
+    /// change ignored (each made here by the harness) fail within the seeds.
+    @Test("the live property fails when a leave hides later joiners, a layout change is a frame late, an attribute change is lost",
+          arguments: [LiveStageSequenceRunner.Mutation.leaveHidesLaterJoiners, .layoutChangeOneFrameLate, .attributeChangeIgnored])
+    func mutationIsCaught(mutation: LiveStageSequenceRunner.Mutation) async throws {
         let failure = try await onThread { () -> PropertyFailure? in
             let runner = LiveStageSequenceRunner(video: SyntheticVideo.shared, output: try TickObserver.RenderTarget())
             return PropertyCheck.check(seeds: Array(22_000_000..<22_000_500), generate: { random in

@@ -9,13 +9,17 @@ import Persistence
 import Destinations
 import EventSinks
 @testable import Server
+import Layout
+import Pipeline
 import Synchronization
 import XCTest
 
 final class FakePipelineLauncher: CompositionPipelineLauncher {
     final class Handle: PipelineHandle {
         let stopped = Atomic<Bool>(false)
+        let directions = Mutex<[CompositionDirection]>([])
         func requestStop() { stopped.store(true, ordering: .relaxed) }
+        func direct(_ change: CompositionDirection) { directions.withLock { $0.append(change) } }
     }
     let launched = Mutex<[(PipelineJob, Handle)]>([])
 
@@ -123,6 +127,46 @@ final class CompositionManagerTests: XCTestCase {
         }
         let listed = try await h.manager.compositions()
         XCTAssertTrue(listed.isEmpty)
+    }
+
+    /// UpdateComposition: a running composition's pipeline gets the change; GetComposition and
+    /// the store show the layout in force; a repeat of the layout in force sends nothing; an
+    /// ended composition refuses with ConflictException; an unknown one is not found.
+    func testUpdateReachesThePipelineAndShowsTheLayoutInForce() async throws {
+        let h = try await makeHarness()
+        let started = try await h.manager.start(startRequest())
+        let pip = LayoutConfiguration(pip: PipConfiguration(pipPosition: .topRight))
+        // STARTING takes it too (a live composition waiting for its first publisher).
+        let shown = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, layout: pip, transitionMs: 300))
+        XCTAssertEqual(shown.layout, pip)
+        XCTAssertEqual(h.launcher.handles[0].directions.withLock { $0 }, [CompositionDirection(layout: pip, transitionMs: 300)])
+        let fetched = try await h.manager.composition(arn: started.arn)
+        XCTAssertEqual(fetched.layout, pip)
+        let persisted = try await h.store.composition(arn: started.arn)
+        XCTAssertEqual(persisted?.composition.layout, pip)
+
+        await h.manager.handle(.session(.mediaFlowing), for: started.arn)
+        _ = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, layout: pip, transitionMs: 300))
+        XCTAssertEqual(h.launcher.handles[0].directions.withLock { $0.count }, 1, "the layout in force again is no change")
+        let audio = ["p1": ParticipantAudio(gain: 0.5)]
+        _ = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, layout: pip, audio: audio))
+        XCTAssertEqual(h.launcher.handles[0].directions.withLock { $0.last }, CompositionDirection(audio: audio))
+
+        try await h.manager.stop(arn: started.arn)
+        await h.manager.handle(.finished(failure: nil), for: started.arn)
+        do {
+            _ = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, layout: .defaultGrid))
+            XCTFail("an ended composition cannot be directed")
+        } catch {
+            XCTAssertEqual(error.code, .conflict)
+            XCTAssertTrue(error.message.contains("is STOPPED; only a STARTING or ACTIVE composition can be updated"), error.message)
+        }
+        do {
+            _ = try await h.manager.update(UpdateCompositionRequest(arn: started.arn + "x", layout: .defaultGrid))
+            XCTFail("unknown")
+        } catch {
+            XCTAssertEqual(error.code, .resourceNotFound)
+        }
     }
 
     /// The RTMP sink reconnects by itself; its reports only move the channel destination's

@@ -35,10 +35,11 @@ import Testing
         }
     }
 
-    static func harness() async throws -> Harness {
+    /// `imported`: public keys ImportPublicKey would have stored (ARN → PEM).
+    static func harness(imported: [String: String] = [:]) async throws -> Harness {
         let base = try await ReplicationTests.harness()
         let configuration = ServerConfiguration()
-        let tokens = try await TokenAuthority(configuration: configuration, persistent: false) { [:] }
+        let tokens = try await TokenAuthority(configuration: configuration, persistent: false) { imported }
         var whip = configuration
         whip.ingest.whip.host = "127.0.0.1"
         whip.ingest.whip.port = 0

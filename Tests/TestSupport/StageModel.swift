@@ -48,11 +48,18 @@ public enum StageStep: Equatable, Sendable, CustomStringConvertible {
     case unmute(Int)
     /// The publisher switches to another picture size (new sequence header, then a keyframe).
     case resize(Int)
+    /// A producer changes the composition's layout (UpdateComposition, a cut): the next
+    /// frame is laid out the new way. Not a participant's step (`participant` is -1).
+    case relayout(ModelLayout)
+    /// A connected participant's attributes change (UpdateParticipant or a token exchange):
+    /// the next frame lays it out by them.
+    case setTraits(Int, ParticipantTraits)
 
     public var participant: Int {
         switch self {
         case .join(let p, _), .leave(let p), .kill(let p, _), .stopVideo(let p), .startVideo(let p), .mute(let p),
-             .unmute(let p), .resize(let p): p
+             .unmute(let p), .resize(let p), .setTraits(let p, _): p
+        case .relayout: -1
         }
     }
 
@@ -66,6 +73,8 @@ public enum StageStep: Equatable, Sendable, CustomStringConvertible {
         case .mute(let p): "mute p\(p)"
         case .unmute(let p): "unmute p\(p)"
         case .resize(let p): "resize p\(p)"
+        case .relayout(let layout): "relayout \(layout)"
+        case .setTraits(let p, let traits): "attributes p\(p) \(traits)"
         }
     }
 }
@@ -117,6 +126,9 @@ public struct StageModelTiming: Sendable {
     public var supportsResize: Bool
     /// Whether a participant may rejoin with other attributes.
     public var supportsNewTraits: Bool
+    /// Whether the layout and attributes may change while the stage runs (`relayout`,
+    /// `setTraits`).
+    public var supportsDirection: Bool
     /// From a leave to the participant's tile and voice going (live: the latency, while what
     /// it sent last plays out; a recorded timeline's unpublish acts at once).
     public var leaveShownAfterMs: Int64
@@ -125,7 +137,9 @@ public struct StageModelTiming: Sendable {
     public var frameLeadMs: Int64
 
     public init(pictureDelayMs: Int64, cameraOffAfterMs: Int64, settleMs: Int64, supportsMute: Bool, supportsKill: Bool,
-                supportsResize: Bool, supportsNewTraits: Bool, leaveShownAfterMs: Int64 = 0, frameLeadMs: Int64 = 0) {
+                supportsResize: Bool, supportsNewTraits: Bool, supportsDirection: Bool = false, leaveShownAfterMs: Int64 = 0,
+                frameLeadMs: Int64 = 0) {
+        self.supportsDirection = supportsDirection
         self.leaveShownAfterMs = leaveShownAfterMs
         self.frameLeadMs = frameLeadMs
         self.pictureDelayMs = pictureDelayMs
@@ -168,7 +182,10 @@ public struct StageView: Equatable, Sendable, CustomStringConvertible {
 
 public struct StageModel: Sendable {
     public let timing: StageModelTiming
+    /// The layout at the start.
     public let layout: ModelLayout
+    /// Layout changes (`relayout`), in time order: each is in force from its instant on.
+    private var relayouts: [(atMs: Int64, layout: ModelLayout)] = []
 
     /// Each participant's state as the model replays the steps.
     struct Participant {
@@ -218,6 +235,12 @@ public struct StageModel: Sendable {
     @discardableResult
     public mutating func apply(_ timed: TimedStageStep) -> Bool {
         let t = timed.atMs
+        if case .relayout(let layout) = timed.step {
+            guard timing.supportsDirection else { return false }
+            relayouts.append((t, layout))
+            applied.append(timed)
+            return true
+        }
         let index = timed.step.participant
         var p = participants[index] ?? Participant()
         // A killed participant that the server has noticed by now is gone.
@@ -271,6 +294,12 @@ public struct StageModel: Sendable {
         case .resize:
             guard live, timing.supportsResize, p.sendingVideo else { return false }
             p.changes += [t, t + timing.pictureDelayMs]
+        case .setTraits(_, let traits):
+            guard live, timing.supportsDirection else { return false }
+            // Exact: the next frame lays out by them (no settle).
+            p.traits = traits
+        case .relayout:
+            return false
         }
         participants[index] = p
         applied.append(timed)
@@ -305,12 +334,18 @@ public struct StageModel: Sendable {
 
     public var participantIndices: [Int] { participants.keys.sorted() }
 
+    /// The layout in force at `t`: the latest change at or before it.
+    public func layout(atMs t: Int64) -> ModelLayout {
+        relayouts.last { $0.atMs <= t }?.layout ?? layout
+    }
+
     /// What the composite must show at `t` (participants unsettled at `t` included as the
     /// model sees them: the checker does not hold the composite to them).
     public func expectedView(atMs t: Int64) -> StageView {
         var shown: [(index: Int, picture: Bool)] = []
         var audible: Set<String> = []
         let now = state(atMs: t)
+        let layout = layout(atMs: t)
         for (index, p) in now where p.connected {
             let picture = hasPicture(p, atMs: t)
             if !p.muted { audible.insert(Self.id(index)) }
@@ -318,7 +353,7 @@ public struct StageModel: Sendable {
             shown.append((index, picture))
         }
         let pictures = Dictionary(uniqueKeysWithValues: shown.map { ($0.index, $0.picture) })
-        let ordered = arrange(shown.map(\.index), state: Dictionary(uniqueKeysWithValues: now))
+        let ordered = arrange(shown.map(\.index), state: Dictionary(uniqueKeysWithValues: now), layout: layout)
         return StageView(tiles: ordered.map { StageView.Tile(participant: Self.id($0), picture: pictures[$0] ?? false) },
                          audible: audible)
     }
@@ -326,10 +361,10 @@ public struct StageModel: Sendable {
     /// The layout order of the participants shown: by the order attribute (numbers, then
     /// words, then none), then arrival; the first featured one first; with PiP, the first
     /// PiP one last (its window is drawn on top).
-    private func arrange(_ indices: [Int], state: [Int: Participant]) -> [Int] {
+    private func arrange(_ indices: [Int], state: [Int: Participant], layout: ModelLayout) -> [Int] {
         var ordered = indices.sorted { a, b in
             let pa = state[a] ?? Participant(), pb = state[b] ?? Participant()
-            let ka = orderKey(pa), kb = orderKey(pb)
+            let ka = orderKey(pa, layout), kb = orderKey(pb, layout)
             if ka != kb { return ka < kb }
             return (pa.arrival ?? 0) < (pb.arrival ?? 0)
         }
@@ -363,7 +398,7 @@ public struct StageModel: Sendable {
     }
 
     /// Numbers first (numerically), then words (by bytes), then no order attribute.
-    private func orderKey(_ p: Participant) -> OrderKey {
+    private func orderKey(_ p: Participant, _ layout: ModelLayout) -> OrderKey {
         guard layout.orderAttribute, let value = p.traits.order, !value.isEmpty else { return .none }
         if let number = Int(value) { return .number(number) }
         return .word(Array(value.utf8))
@@ -421,7 +456,7 @@ public struct StageModel: Sendable {
         // by the model's rules, must be listed in the same order.
         let now = Dictionary(uniqueKeysWithValues: state(atMs: t))
         let indices = observed.tiles.compactMap { tile in participants.keys.first { Self.id($0) == tile.participant } }
-        let expectedOrder = arrange(indices, state: now).map(Self.id)
+        let expectedOrder = arrange(indices, state: now, layout: layout(atMs: t)).map(Self.id)
         let observedOrder = observed.tiles.map(\.participant)
         if expectedOrder != observedOrder {
             return "at \(t) ms tile order \(observedOrder), expected \(expectedOrder)\n  expected \(expected)\n  observed \(observed)"

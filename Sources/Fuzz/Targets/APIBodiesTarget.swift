@@ -58,10 +58,35 @@ enum APIBodiesTarget {
             replicationCycle(start, replicas: participants)
         case let start as StartCompositionRequest:
             plan(start.layout ?? LayoutConfiguration(), canvas: PixelSize(width: 1280, height: 720), participants: participants)
+        case let update as UpdateCompositionRequest:
+            if let layout = update.layout {
+                plan(layout, canvas: PixelSize(width: 1280, height: 720), participants: participants)
+                glide(to: layout, transitionMs: update.transitionMs ?? 0, canvas: PixelSize(width: 1280, height: 720),
+                      participants: participants)
+            }
         default:
             break
         }
         return FuzzReach(accepted: 1)
+    }
+
+    /// The glide from the default grid to `layout` (one participant fewer before, so one comes
+    /// in), at a point of the transition the participant count picks: every tile of every
+    /// frame on the canvas, none empty, every opacity in 0...1.
+    private static func glide(to layout: LayoutConfiguration, transitionMs: Int, canvas: PixelSize, participants: Int) {
+        let people = (0..<participants).map { index in
+            LayoutParticipant(participantId: "p\(index)", attributes: [:], arrivalIndex: index,
+                              video: .publishing(PixelSize(width: 640, height: 360)))
+        }
+        let from = LayoutConfiguration.defaultGrid.makeEngine().tiles(canvas: canvas, participants: Array(people.dropLast()))
+        let to = layout.makeEngine().tiles(canvas: canvas, participants: people)
+        let duration = Int64(transitionMs) * 1000
+        let transition = LayoutTransition(from: from, to: to, start: 0, duration: duration)
+        let whole = Rect(x: 0, y: 0, width: canvas.width, height: canvas.height)
+        for item in transition.tiles(at: duration * Int64(participants) / 15) {
+            FuzzBound(item.tile.rect.width > 0 && item.tile.rect.height > 0 && whole.contains(item.tile.rect)
+                      && (0...1).contains(item.opacity), "transition frame \(item) off the canvas for \(layout)")
+        }
     }
 
     /// Tiles for `participants` publishers (every third one featured, every fourth with its

@@ -25,6 +25,33 @@ extension CompositionManager {
         await apply(.stopRequested, to: arn)
     }
 
+    /// UpdateComposition: a running (STARTING or ACTIVE) composition takes a new layout and
+    /// participants' audio settings from its next output frame on; GetComposition shows the
+    /// layout in force from the answer on.
+    public func update(_ request: UpdateCompositionRequest) async throws(APIError) -> Composition {
+        guard var entry = visibleEntry(request.arn) else { throw .resourceNotFound("arn: composition \(request.arn) not found") }
+        let state = entry.stored.composition.state
+        guard state == .starting || state == .active, let handle = entry.handle else {
+            throw .conflict("arn: composition \(request.arn) is \(state.rawValue); only a STARTING or ACTIVE composition can be updated")
+        }
+        var change = CompositionDirection(audio: request.audio ?? [:])
+        if let layout = request.layout, layout != entry.stored.composition.layout {
+            change.layout = layout
+            change.transitionMs = request.transitionMs ?? 0
+        }
+        if change.layout != nil || !change.audio.isEmpty { handle.direct(change) }
+        if let layout = change.layout {
+            entry.stored.composition.layout = layout
+            entries[request.arn] = entry
+            dirty.insert(request.arn)
+            await flush()
+        }
+        entry.logger.info("composition updated", metadata: [
+            "layout.changed": "\(change.layout != nil)", "transition.ms": "\(change.transitionMs)",
+            "audio.participants": "\(change.audio.count)"])
+        return entry.stored.composition
+    }
+
     /// A composition this node runs or ran; in a fleet, else the one the store has (another
     /// node's).
     public func composition(arn: String) async throws(APIError) -> Composition {

@@ -211,6 +211,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
         case .session(.publishersChanged(let count, _)):
             entries[arn]?.publishers = count
             await apply(.publishersChanged(count: count), to: arn)
+        case .session(.directed):
+            break // logged by the session with its composition time
         case .finished(let failure):
             entries[arn]?.handle = nil
             if let failure { entry.logger.error("pipeline ended with an error", metadata: ["error": "\(failure)"]) }

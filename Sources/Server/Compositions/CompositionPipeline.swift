@@ -46,6 +46,8 @@ public enum PipelineReport: Sendable, Equatable {
 public protocol PipelineHandle: Sendable {
     /// Asks the pipeline to stop after the current frame, flush and finish its outputs.
     func requestStop()
+    /// Hands a producer's change to the pipeline, for its next output frame.
+    func direct(_ change: CompositionDirection)
 }
 
 public protocol CompositionPipelineLauncher: Sendable {
@@ -70,7 +72,11 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
 
     final class StopFlag: PipelineHandle {
         let flag = Atomic<Bool>(false)
+        /// Changes wait here until the session takes them (also while a live composition
+        /// waits for its first publisher).
+        let director = CompositionDirector()
         func requestStop() { flag.store(true, ordering: .relaxed) }
+        func direct(_ change: CompositionDirection) { director.post(change) }
         var isSet: Bool { flag.load(ordering: .relaxed) }
     }
 
@@ -110,7 +116,7 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
                 source = liveSource
             }
             let channelId = job.plan.channel?.destinationId ?? ""
-            let runner = try CompositionRunner(plan: job.plan, source: source, duration: nil, logger: logger,
+            let runner = try CompositionRunner(plan: job.plan, source: source, duration: nil, logger: logger, director: stop.director,
                                                observer: { event in report(.session(event)) },
                                                channelEvents: { event in report(.channel(destinationId: channelId, event)) })
             var lastFrames: Int64 = 0

@@ -23,6 +23,12 @@ extension ControlPlane {
             }
             try await manager.stop(arn: request.arn)
             return try APIJSON.encode(StopCompositionResponse())
+        case .updateComposition:
+            let request = try decode(UpdateCompositionRequest.self, body)
+            if let stageArn = try await manager.stageOfStoredComposition(arn: request.arn), let peer = try await remoteOwner(stageArn) {
+                return try await manager.ownership.forward(route, query: query, body: body, to: peer)
+            }
+            return try APIJSON.encode(UpdateCompositionResponse(composition: try await manager.update(request)))
         case .getComposition:
             let request = try decode(GetCompositionRequest.self, body)
             return try APIJSON.encode(GetCompositionResponse(composition: try await manager.composition(arn: request.arn)))

@@ -61,6 +61,11 @@ extension ControlPlane {
                 throw .resourceNotFound("participantId: participant \(request.participantId) is not connected to \(request.stageArn)")
             }
             return try APIJSON.encode(DisconnectParticipantResponse())
+        case .updateParticipant:
+            let request = try decode(UpdateParticipantRequest.self, body)
+            _ = try await stage(request.stageArn)
+            if let answer = try await forward(request.stageArn) { return answer }
+            return try APIJSON.encode(UpdateParticipantResponse(participant: try await runtime.updateParticipant(request)))
         default:
             throw .internalServer("\(operation.name) is not a participant operation")
         }

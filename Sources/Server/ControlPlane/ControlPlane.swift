@@ -47,7 +47,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             return try await handleStages(route.operation, body: body)
         case .createStage, .getStage, .updateStage, .listStages, .deleteStage, .createParticipantToken:
             return try await handleStages(route.operation, body: body)
-        case .startComposition, .stopComposition, .getComposition, .listCompositions:
+        case .startComposition, .stopComposition, .getComposition, .listCompositions, .updateComposition:
             return try await handleCompositions(route, query: query, body: body, forwarded: forwarded)
         case .createEncoderConfiguration, .getEncoderConfiguration, .listEncoderConfigurations,
              .deleteEncoderConfiguration, .createStorageConfiguration, .getStorageConfiguration,
@@ -62,7 +62,7 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             }
             return try await handleTags(route, query: query, body: body)
         case .listStageSessions, .getStageSession, .listParticipants, .getParticipant, .listParticipantEvents,
-             .disconnectParticipant:
+             .disconnectParticipant, .updateParticipant:
             return try await handleParticipants(route.operation, body: body) { stageArn throws(APIError) in
                 guard let peer = try await remoteOwner(stageArn) else { return nil }
                 return try await manager.ownership.forward(route, query: query, body: body, to: peer)

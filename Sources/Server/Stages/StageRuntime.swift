@@ -292,7 +292,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                     try await store.appendParticipantEvent(stageArn: stageArn, sessionId: sessionId, ParticipantEvent(
                         name: APIModels.ParticipantEventName(rawValue: event.name.rawValue), participantId: event.participantId,
                         eventTime: APITimestamp(secondsSince1970: event.time),
-                        errorCode: event.errorCode.flatMap(EventErrorCode.init(rawValue:))))
+                        errorCode: event.errorCode.flatMap(EventErrorCode.init(rawValue:)),
+                        previousToken: event.previousToken.map(ExchangedParticipantToken.init),
+                        newToken: event.newToken.map(ExchangedParticipantToken.init)))
                 case .notify(let notification):
                     await events.publish(stageUpdate(notification))
                 }

@@ -3,7 +3,9 @@
 //
 //   POST   /whip/<stage id>            Bearer token, application/sdp → 201 + Location + answer
 //   DELETE /whip/<stage id>/<session>  with the session's token: the participant leaves → 200
-//   PATCH  (trickle ICE, ICE restart)  → 405: the answer carries our only candidate
+//   PATCH  /whip/<stage id>/<session>  application/jwt: a token exchange (the new token in the
+//          body, the session's token as Bearer) → 204; other PATCHes (trickle ICE, ICE
+//          restart) → 405: the answer carries our only candidate
 //   OPTIONS                            → 204 with CORS, so a web page can publish
 //
 // The order of checks decides what a refused publisher hears: the token first (401/403),
@@ -61,12 +63,14 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         let resource = segments.count == 3 ? segments[2] : nil
         switch (request.method, resource) {
         case (.options, _):
-            return Response(status: .noContent, headers: WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS"))
+            return Response(status: .noContent, headers: WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "PATCH, DELETE, OPTIONS"))
         case (.post, nil):
             var request = request
             return await publish(&request, stageId: stageId, clientAddress: clientAddress)
         case (.delete, let id?):
             return await end(request, stageId: stageId, sessionId: id)
+        case (.patch, let id?) where request.headers[.contentType]?.lowercased().hasPrefix("application/jwt") == true:
+            return await exchange(request, stageId: stageId, sessionId: id)
         case (.patch, _):
             // No trickle ICE and no ICE restarts: the answer is complete (RFC 9725 §4.3.1).
             var headers = WHIPResponses.cors(allow: resource == nil ? "POST, OPTIONS" : "DELETE, OPTIONS")
@@ -114,6 +118,83 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         guard await media.stop(id: sessionId, stageArn: stageArn, participantId: claims.participantId,
                                reason: "the publisher ended the WHIP session (DELETE)") else { return notFound }
         return Response(status: .ok, headers: WHIPResponses.cors(allow: "DELETE, OPTIONS"))
+    }
+
+    /// Token exchange on a session resource, as IVS's SDKs exchange a publisher's token: the
+    /// session's current token as Bearer (proving whose session it is), the new token as the
+    /// body. Both must be signed by an imported key pair (a CreateParticipantToken token
+    /// cannot be exchanged) and name the same topic, resource, jti, whip_url and events_url;
+    /// the new one may change attributes, capabilities (publishing kept), user_id and exp.
+    /// The participant's attributes change on every composition of the stage from its next
+    /// frame, and TOKEN_EXCHANGED says both tokens. 204 when done.
+    private func exchange(_ request: Request, stageId: String, sessionId: String) async -> Response {
+        var headers = WHIPResponses.cors(allow: "PATCH, DELETE, OPTIONS")
+        guard let token = Self.bearerToken(request) else {
+            headers[.wwwAuthenticate] = "Bearer"
+            return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <the session's participant token>", headers: headers)
+        }
+        let notFound = WHIPResponses.plain(.notFound, "no WHIP session \(WebRTCIngestServer.redacted(sessionId)) of this token's participant",
+                                           headers: headers)
+        guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
+                                    resourceID: stageId)?.description else { return notFound }
+        let current: ParticipantTokenClaims
+        do {
+            current = try await tokens.verify(token, stageArn: stageArn, now: wallClock())
+        } catch {
+            guard error.kind == .expired, let genuine = error.genuineClaims, genuine.stageArn == stageArn else {
+                headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
+                return WHIPResponses.plain(.unauthorized, "participant token: \(error.message)", headers: headers)
+            }
+            current = genuine
+        }
+        guard await media.isSession(id: sessionId, stageArn: stageArn, participantId: current.participantId) else { return notFound }
+        let body: ByteBuffer
+        do {
+            body = try await HTTPLimits.collect(request, upTo: Self.maxExchangedTokenBytes)
+        } catch .tooSlow {
+            return WHIPResponses.plain(.requestTimeout, "the new token did not arrive within \(HTTPLimits.bodyDeadline)", headers: headers)
+        } catch {
+            return WHIPResponses.plain(.contentTooLarge, "a participant token is at most \(Self.maxExchangedTokenBytes) bytes", headers: headers)
+        }
+        let newToken = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
+        let next: ParticipantTokenClaims
+        do {
+            next = try await tokens.verify(newToken, stageArn: stageArn, now: wallClock())
+        } catch {
+            return WHIPResponses.plain(error.kind == .wrongStage ? .forbidden : .badRequest, "new participant token: \(error.message)",
+                                       headers: headers)
+        }
+        if let problem = Self.exchangeProblem(current: current, next: next, serviceKeyArn: tokens.ownKey.arn) {
+            logger.notice("WHIP token exchange refused", metadata: ["stage.arn": "\(stageArn)", "participant.id": "\(current.participantId)",
+                                                                    "reason": "\(problem.message)"])
+            return WHIPResponses.plain(problem.status, problem.message, headers: headers)
+        }
+        guard await runtime.exchangeToken(stageArn: stageArn, participantId: current.participantId,
+                                          from: TokenParticipant(current), to: TokenParticipant(next)) else { return notFound }
+        return Response(status: .noContent, headers: headers)
+    }
+
+    /// A token exchange's new token is at most this long.
+    static var maxExchangedTokenBytes: Int { 8 * 1024 }
+
+    /// Why `next` may not replace `current` (IVS's rules), or nil.
+    static func exchangeProblem(current: ParticipantTokenClaims, next: ParticipantTokenClaims, serviceKeyArn: String)
+        -> (status: HTTPResponse.Status, message: String)? {
+        if current.keyArn == serviceKeyArn || next.keyArn == serviceKeyArn {
+            return (.forbidden, "a token made by CreateParticipantToken cannot be exchanged: exchange tokens signed with an imported key pair")
+        }
+        let same: [(String, String, String)] = [
+            ("topic", current.stageId, next.stageId), ("resource", current.stageArn, next.stageArn),
+            ("jti", current.participantId, next.participantId), ("whip_url", current.whipURL, next.whipURL),
+            ("events_url", current.eventsURL, next.eventsURL),
+        ]
+        if let (claim, _, _) = same.first(where: { $0.1 != $0.2 }) {
+            return (.badRequest, "new participant token: its \(claim) must equal the current token's")
+        }
+        guard next.capabilities.contains(.publish) else {
+            return (.forbidden, "new participant token: no PUBLISH capability, and this session publishes")
+        }
+        return nil
     }
 
     private func publish(_ request: inout Request, stageId: String, clientAddress: String) async -> Response {
@@ -250,6 +331,7 @@ enum WHIPResponses {
 extension TokenParticipant {
     init(_ claims: ParticipantTokenClaims) {
         self.init(stageArn: claims.stageArn, participantId: claims.participantId, userId: claims.userId ?? "",
-                  attributes: claims.attributes, expiresAt: claims.expiresAt, keyArn: claims.keyArn.isEmpty ? nil : claims.keyArn)
+                  attributes: claims.attributes, expiresAt: claims.expiresAt, keyArn: claims.keyArn.isEmpty ? nil : claims.keyArn,
+                  capabilities: claims.capabilityNames)
     }
 }

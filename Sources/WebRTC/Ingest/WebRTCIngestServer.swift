@@ -255,6 +255,16 @@ public final class WebRTCIngestServer: Service, Sendable {
         }.get()) ?? false
     }
 
+    /// Whether session `id` is `participantId`'s on `stageArn` (a token exchange on it).
+    public func isSession(id: String, stageArn: String, participantId: String) async -> Bool {
+        guard let (channel, table) = state.withLock({ state in state.channel.flatMap { c in state.table.map { (c, $0) } } }) else {
+            return false
+        }
+        return (try? await channel.eventLoop.submit {
+            table.entry(id: id).map { $0.participantId == participantId && $0.publication.publisher.stageArn == stageArn } ?? false
+        }.get()) ?? false
+    }
+
     /// A session ID as logs show it: enough to tell sessions apart, too little to end one.
     public static func redacted(_ id: String) -> String { id.count > 6 ? "\(id.prefix(6))…" : "…" }
 
@@ -374,6 +384,8 @@ final class SessionTable: @unchecked Sendable {
     }
 
     func statistics(id: String) -> WebRTCSessionStatistics? { byID[id]?.session.statistics }
+
+    func entry(id: String) -> Entry? { byID[id] }
 
     // MARK: Datagrams
 

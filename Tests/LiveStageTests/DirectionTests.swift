@@ -1,0 +1,193 @@
+// Directing a running composition, through the real renderer (decoders, layout engines,
+// compositor, mixer) on a recorded stage: a layout change is drawn from the next frame, a
+// transition glides and ends exactly on the new layout, and a participant's gain and mute
+// ramp over one frame, sample for sample.
+import Foundation
+@testable import FFmpeg
+import Layout
+import Logging
+import MediaCore
+import Pipeline
+import Stages
+import Testing
+import TestSupport
+
+/// One renderer over a recorded stage of `count` participants (a test pattern each, and a
+/// tone at 300 + 150·i Hz), publishing from 0 to the end, at 10 fps on a 128×72 canvas.
+final class DirectedStage {
+    static let frameRate = Rational(10, 1)
+    static let samplesPerTick = 4_800
+    let renderer: StageRenderer
+    let canvas: Frame
+    private let audio: Encoder
+    /// Every mixed sample so far (left channel), in order.
+    private(set) var left: [Float] = []
+
+    init(stage: URL, layout: LayoutConfiguration) throws {
+        var logger = Logger(label: "direction")
+        logger.logLevel = .critical
+        let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+        let video = try Encoder(video: VideoEncoderSettings(width: 128, height: 72, frameRate: Self.frameRate, bitrate: 100_000,
+                                                            keyframeInterval: 10, preset: "ultrafast"))
+        canvas = try video.makeInputFrame()
+        try video.prepareForWriting(canvas)
+        audio = try Encoder(audio: AudioEncoderSettings())
+        let compositor = VideoCompositor(canvas: canvas, layout: layout.makeEngine(), logger: logger)
+        compositor.parallelDecoding = false
+        compositor.frameLead = 50_000
+        compositor.stageChangeTransition = Int64(layout.transitionMs ?? 0) * 1000
+        let mixer = AudioMixer(sampleRate: 48_000, frameRate: Self.frameRate, encoderFrame: try audio.makeInputFrame(),
+                               frameSize: audio.frameSize)
+        renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: Self.frameRate)
+    }
+
+    func render(tick: Int64) throws {
+        renderer.render(tick: tick)
+        while let frame = try renderer.mixer.nextEncoderFrame(encoder: audio) {
+            let samples = UnsafeRawPointer(frame.pointer.pointee.extended_data[0]!).assumingMemoryBound(to: Float.self)
+            left.append(contentsOf: UnsafeBufferPointer(start: samples, count: frame.sampleCount))
+        }
+    }
+
+    /// The canvas's luma, row by row.
+    var luma: [UInt8] {
+        let planes = canvas.yuvPlanes
+        return (0..<planes.height).flatMap { row in Array(UnsafeBufferPointer(start: planes.y + row * planes.yStride, count: planes.width)) }
+    }
+
+    /// Writes a stage directory: `count` participants publishing for `seconds`.
+    static func makeStage(count: Int, seconds: Int) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("directed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var participants: [[String: Any]] = []
+        for index in 0..<count {
+            let run = try runTool("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y",
+                                             "-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10",
+                                             "-f", "lavfi", "-i", "sine=frequency=\(300 + 150 * index):sample_rate=48000",
+                                             "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-bf", "0",
+                                             "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
+                                             directory.appendingPathComponent("p\(index).mp4").path], keeping: .standardError)
+            guard run.status == 0 else { throw StageError(file: "p\(index).mp4", message: run.text) }
+            // The last of three is the PiP window in a PiP layout.
+            let attributes: [String: String] = index == 2 ? ["pip": "true"] : [:]
+            participants.append(["participantId": "p\(index)", "userId": "u\(index)", "attributes": attributes,
+                                 "media": "p\(index).mp4", "mediaOffsetMs": 0, "timeline": [["atMs": 0, "event": "publish"]]])
+        }
+        let manifest: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Directed",
+                                       "durationMs": seconds * 1000, "participants": participants]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: directory.appendingPathComponent("manifest.json"))
+        return directory
+    }
+}
+
+/// Expectations made on another thread, recorded on the test's own (Swift Testing attributes
+/// an issue to the test whose task records it).
+final class Problems: @unchecked Sendable {
+    private(set) var list: [String] = []
+    func check(_ condition: Bool, _ message: @autoclosure () -> String, line: Int = #line) {
+        if !condition { list.append("line \(line): \(message())") }
+    }
+}
+
+/// Runs `body` on a thread of its own (a big stack for the codecs) and records what it found.
+func onThreadChecking(_ body: @escaping @Sendable (Problems) throws -> Void) async throws {
+    let problems = try await onThread { () -> [String] in
+        let problems = Problems()
+        try body(problems)
+        return problems.list
+    }
+    for problem in problems { Issue.record(Comment(rawValue: problem)) }
+}
+
+@Suite struct DirectionTests {
+    static let grid = LayoutConfiguration(grid: GridConfiguration(gridGap: 0))
+    static let pip = LayoutConfiguration(pip: PipConfiguration(gridGap: 0, pipParticipantAttribute: "pip"))
+
+    @Test("a layout change is drawn from the next frame: the same tiles and pixels as that layout from the start")
+    func cutOnTheNextFrame() async throws {
+        try await onThreadChecking { expect in
+            let stage = try DirectedStage.makeStage(count: 3, seconds: 2)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let directed = try DirectedStage(stage: stage, layout: Self.grid)
+            let reference = try DirectedStage(stage: stage, layout: Self.pip)
+            for tick in Int64(0)..<12 {
+                if tick == 5 { directed.renderer.direct(CompositionDirection(layout: Self.pip)) }
+                try directed.render(tick: tick)
+                try reference.render(tick: tick)
+                let same = directed.renderer.compositor.tiles == reference.renderer.compositor.tiles
+                expect.check(same == (tick >= 5), "tick \(tick): \(directed.renderer.compositor.tiles)")
+                if tick >= 5 { expect.check(directed.luma == reference.luma, "tick \(tick): the picture differs from PiP's") }
+                expect.check(directed.renderer.compositor.transition == nil, "")
+            }
+        }
+    }
+
+    @Test("a transition glides over its length and lands exactly on the new layout's picture")
+    func transitionLandsOnTheNewLayout() async throws {
+        try await onThreadChecking { expect in
+            let stage = try DirectedStage.makeStage(count: 3, seconds: 2)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let directed = try DirectedStage(stage: stage, layout: Self.grid)
+            let reference = try DirectedStage(stage: stage, layout: Self.pip)
+            let before = try DirectedStage(stage: stage, layout: Self.grid)
+            for tick in Int64(0)..<12 {
+                // 300 ms at 10 fps: ticks 5 and 6 are between the layouts, 7 is the new one.
+                if tick == 5 { directed.renderer.direct(CompositionDirection(layout: Self.pip, transitionMs: 300)) }
+                try directed.render(tick: tick)
+                try reference.render(tick: tick)
+                try before.render(tick: tick)
+                let gliding = directed.renderer.compositor.transition != nil
+                expect.check(gliding == (tick == 5 || tick == 6), "tick \(tick)")
+                if tick == 5 || tick == 6 {
+                    expect.check(directed.luma != reference.luma && directed.luma != before.luma, "tick \(tick) shows an end, not the way between")
+                } else if tick >= 7 {
+                    expect.check(directed.luma == reference.luma, "tick \(tick): the transition did not land on PiP")
+                } else {
+                    expect.check(directed.luma == before.luma, "")
+                }
+            }
+        }
+    }
+
+    @Test("gain 0.5 and then mute ramp over one frame, sample for sample, with no step")
+    func gainAndMuteRamp() async throws {
+        try await onThreadChecking { expect in
+            let stage = try DirectedStage.makeStage(count: 1, seconds: 2)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let directed = try DirectedStage(stage: stage, layout: Self.grid)
+            let reference = try DirectedStage(stage: stage, layout: Self.grid)
+            for tick in Int64(0)..<15 {
+                if tick == 5 { directed.renderer.direct(CompositionDirection(audio: ["p0": ParticipantAudio(gain: 0.5)])) }
+                if tick == 10 { directed.renderer.direct(CompositionDirection(audio: ["p0": ParticipantAudio(gain: 0.5, muted: true)])) }
+                try directed.render(tick: tick)
+                try reference.render(tick: tick)
+            }
+            let n = DirectedStage.samplesPerTick
+            /// The gain the mix must have at sample `i`: 1, a ramp to 0.5 over tick 5, 0.5, a
+            /// ramp to 0 over tick 10, 0.
+            func gain(_ i: Int) -> Float {
+                switch i {
+                case ..<(5 * n): 1
+                case ..<(6 * n): 1 - 0.5 * Float(i - 5 * n + 1) / Float(n)
+                case ..<(10 * n): 0.5
+                case ..<(11 * n): 0.5 - 0.5 * Float(i - 10 * n + 1) / Float(n)
+                default: 0
+                }
+            }
+            let count = min(directed.left.count, reference.left.count)
+            expect.check(count >= 14 * n, "")
+            let peak = reference.left.prefix(count).map(abs).max() ?? 0
+            expect.check(peak > 0.05, "the tone is in the mix")
+            var worst: Float = 0
+            for i in 0..<count { worst = max(worst, abs(directed.left[i] - reference.left[i] * gain(i))) }
+            expect.check(worst < 1e-5, "the mix departs from the ramped gain by \(worst)")
+            // -6 dB once ramped, silence once muted.
+            func rms(_ range: Range<Int>, _ samples: [Float]) -> Double {
+                (samples[range].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(range.count)).squareRoot()
+            }
+            let db = 20 * log10(rms(6 * n..<10 * n, directed.left) / rms(6 * n..<10 * n, reference.left))
+            expect.check(abs(db + 6.02) < 0.05, "\(db) dB")
+            expect.check(directed.left[(11 * n)..<count].allSatisfy { $0 == 0 }, "")
+        }
+    }
+}
