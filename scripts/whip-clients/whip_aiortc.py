@@ -29,6 +29,7 @@ import fractions
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import time
@@ -314,6 +315,24 @@ async def run(args):
                   dtls_state(pc))
         result["connected_after_s"] = None
         exit_code = 3
+    if exit_code == 0 and args.exchange_token and result.get("location"):
+        # A token exchange while publishing, as IVS's SDKs make one: PATCH on the session
+        # resource, the current token as Bearer, the new one as the body.
+        # At least --exchange-after seconds in, and once the file exists (a test writes it when
+        # the exchange is due).
+        await asyncio.sleep(max(0.0, connected_at["t"] + args.exchange_after - time.monotonic()))
+        while not os.path.exists(args.exchange_token) and not stop.is_set():
+            await asyncio.sleep(0.02)
+        with open(args.exchange_token) as f:
+            new_token = f.read().strip()
+        result["exchange_sent_at"] = time.time()
+        estatus, _, ebody = await loop.run_in_executor(
+            None, lambda: http("PATCH", result["location"], token, body=new_token, content_type="application/jwt",
+                               timeout=args.http_timeout))
+        result["exchange_answered_at"] = time.time()
+        result["exchange_status"] = estatus
+        if estatus >= 300:
+            result["exchange_body"] = ebody[:500]
     if exit_code == 0:
         end = t_start + args.duration if args.duration_from_start else connected_at["t"] + args.duration
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(failed.wait())]
@@ -391,6 +410,10 @@ def parse_args(argv=None):
     p.add_argument("--expect-status", type=int, help="exit 0 if the POST returns this status (refusal tests)")
     p.add_argument("--no-follow-redirects", action="store_true", help="treat a 307/308 answer to the POST as final")
     p.add_argument("--offer-only", action="store_true", help="print the SDP offer to stdout and exit")
+    p.add_argument("--exchange-token", metavar="FILE",
+                   help="a file holding a new participant token to exchange for the current one while publishing "
+                        "(waited for: the exchange is made once it exists)")
+    p.add_argument("--exchange-after", type=float, default=2.0, help="seconds after connecting to exchange the token")
     p.add_argument("--no-audio", action="store_true")
     p.add_argument("--no-video", action="store_true")
     p.add_argument("--no-rtx", action="store_true", help="do not offer video/rtx (NACKs then resend the original packets)")

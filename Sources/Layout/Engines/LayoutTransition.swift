@@ -42,12 +42,12 @@ public struct LayoutTransition: Sendable, Equatable {
 
     public func isFinished(at time: Int64) -> Bool { progress(at: time) >= 1 }
 
-    /// Ease in and out (cubic): slow at both ends, so a glide starts and lands softly.
+    /// Ease out (cubic): the glide is under way from the first frame (a third of the way
+    /// after a ninth of the time), then slows to land softly. An ease in and out would hide
+    /// the change for its first frames (0.5 % of the way after a ninth).
     public static func eased(_ progress: Double) -> Double {
-        let p = min(1, max(0, progress))
-        if p < 0.5 { return 4 * p * p * p }
-        let q = -2 * p + 2
-        return 1 - q * q * q / 2
+        let q = 1 - min(1, max(0, progress))
+        return 1 - q * q * q
     }
 
     /// The tiles drawn at `time`, in draw order: those going first (under the others), then
