@@ -143,7 +143,7 @@ public final class CompositionRunner {
         let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
                                            layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning,
                                            stageChangeTransitionMs: plan.layout.transitionMs ?? 0, director: director,
-                                           audioSettings: plan.audio)
+                                           audioSettings: plan.audio, activeSpeaker: plan.layout.activeSpeaker)
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

@@ -14,8 +14,44 @@ public enum PipBehavior: String, Codable, Sendable, CaseIterable {
     case `static` = "STATIC", dynamic = "DYNAMIC"
 }
 
+/// Extension (not in the IVS model): who takes the featured slot (grid) or the full frame
+/// (PiP) besides `featuredParticipantAttribute`.
+public enum FeaturedSelection: String, Codable, Sendable, CaseIterable {
+    /// The dominant speaker, from the mix's per-participant levels.
+    case activeSpeaker = "ACTIVE_SPEAKER"
+}
+
+/// How the active speaker is followed (`featured: ACTIVE_SPEAKER`).
+public struct ActiveSpeakerSettings: Hashable, Sendable {
+    /// A new speaker takes over no sooner than this after the last switch.
+    public var holdMs: Int
+    /// Sound shorter than this is not speech (a cough, a blip).
+    public var minSpeechMs: Int
+    /// A participant's level (RMS over an output frame, dBFS) at or above this is sound.
+    public var thresholdDbfs: Double
+
+    public static let defaultHoldMs = 1500, defaultMinSpeechMs = 300
+    public static let defaultThresholdDbfs = -45.0
+
+    public init(holdMs: Int = defaultHoldMs, minSpeechMs: Int = defaultMinSpeechMs, thresholdDbfs: Double = defaultThresholdDbfs) {
+        self.holdMs = holdMs
+        self.minSpeechMs = minSpeechMs
+        self.thresholdDbfs = thresholdDbfs
+    }
+}
+
+/// The attribute the compositor gives the active speaker, which the engines feature.
+public enum ActiveSpeakerAttribute {
+    public static let key = "__active_speaker"
+}
+
 public struct GridConfiguration: Codable, Hashable, Sendable {
     public var featuredParticipantAttribute: String?
+    /// Extension: `ACTIVE_SPEAKER` features the dominant speaker (before the attribute).
+    public var featured: FeaturedSelection?
+    /// Extension: the active speaker's hold and shortest speech (ms).
+    public var activeSpeakerHoldMs: Int?
+    public var activeSpeakerMinSpeechMs: Int?
     public var omitStoppedVideo: Bool?
     public var videoAspectRatio: VideoAspectRatio?
     public var videoFillMode: VideoFillMode?
@@ -24,7 +60,11 @@ public struct GridConfiguration: Codable, Hashable, Sendable {
 
     public init(featuredParticipantAttribute: String? = nil, omitStoppedVideo: Bool? = nil,
                 videoAspectRatio: VideoAspectRatio? = nil, videoFillMode: VideoFillMode? = nil,
-                gridGap: Int? = nil, participantOrderAttribute: String? = nil) {
+                gridGap: Int? = nil, participantOrderAttribute: String? = nil, featured: FeaturedSelection? = nil,
+                activeSpeakerHoldMs: Int? = nil, activeSpeakerMinSpeechMs: Int? = nil) {
+        self.featured = featured
+        self.activeSpeakerHoldMs = activeSpeakerHoldMs
+        self.activeSpeakerMinSpeechMs = activeSpeakerMinSpeechMs
         self.featuredParticipantAttribute = featuredParticipantAttribute
         self.omitStoppedVideo = omitStoppedVideo
         self.videoAspectRatio = videoAspectRatio
@@ -36,6 +76,10 @@ public struct GridConfiguration: Codable, Hashable, Sendable {
 
 public struct PipConfiguration: Codable, Hashable, Sendable {
     public var featuredParticipantAttribute: String?
+    /// Extension: `ACTIVE_SPEAKER` puts the dominant speaker in the full frame.
+    public var featured: FeaturedSelection?
+    public var activeSpeakerHoldMs: Int?
+    public var activeSpeakerMinSpeechMs: Int?
     public var omitStoppedVideo: Bool?
     public var videoFillMode: VideoFillMode?
     public var gridGap: Int?
@@ -51,7 +95,11 @@ public struct PipConfiguration: Codable, Hashable, Sendable {
                 videoFillMode: VideoFillMode? = nil, gridGap: Int? = nil,
                 pipParticipantAttribute: String? = nil, pipBehavior: PipBehavior? = nil,
                 pipOffset: Int? = nil, pipPosition: PipPosition? = nil,
-                pipWidth: Int? = nil, pipHeight: Int? = nil, participantOrderAttribute: String? = nil) {
+                pipWidth: Int? = nil, pipHeight: Int? = nil, participantOrderAttribute: String? = nil,
+                featured: FeaturedSelection? = nil, activeSpeakerHoldMs: Int? = nil, activeSpeakerMinSpeechMs: Int? = nil) {
+        self.featured = featured
+        self.activeSpeakerHoldMs = activeSpeakerHoldMs
+        self.activeSpeakerMinSpeechMs = activeSpeakerMinSpeechMs
         self.featuredParticipantAttribute = featuredParticipantAttribute
         self.omitStoppedVideo = omitStoppedVideo
         self.videoFillMode = videoFillMode
@@ -85,4 +133,13 @@ public struct LayoutConfiguration: Codable, Hashable, Sendable {
     }
 
     public static let defaultGrid = LayoutConfiguration(grid: GridConfiguration())
+
+    /// The active speaker's settings when the layout follows one (`featured: ACTIVE_SPEAKER`).
+    public var activeSpeaker: ActiveSpeakerSettings? {
+        let (featured, hold, minimum) = pip.map { ($0.featured, $0.activeSpeakerHoldMs, $0.activeSpeakerMinSpeechMs) }
+            ?? (grid?.featured, grid?.activeSpeakerHoldMs, grid?.activeSpeakerMinSpeechMs)
+        guard featured == .activeSpeaker else { return nil }
+        return ActiveSpeakerSettings(holdMs: hold ?? ActiveSpeakerSettings.defaultHoldMs,
+                                     minSpeechMs: minimum ?? ActiveSpeakerSettings.defaultMinSpeechMs)
+    }
 }

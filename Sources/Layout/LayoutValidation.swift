@@ -70,6 +70,7 @@ extension GridConfiguration {
         try validateAttributeKey(featuredParticipantAttribute, field: "\(prefix).featuredParticipantAttribute")
         try validateAttributeKey(participantOrderAttribute, field: "\(prefix).participantOrderAttribute")
         try validateMinimum(gridGap, 0, field: "\(prefix).gridGap")
+        try validateActiveSpeaker(activeSpeakerHoldMs, activeSpeakerMinSpeechMs, prefix: prefix)
     }
 }
 
@@ -82,6 +83,16 @@ extension PipConfiguration {
         try validateMinimum(pipOffset, 0, field: "\(prefix).pipOffset")
         try validateMinimum(pipWidth, 1, field: "\(prefix).pipWidth")
         try validateMinimum(pipHeight, 1, field: "\(prefix).pipHeight")
+        try validateActiveSpeaker(activeSpeakerHoldMs, activeSpeakerMinSpeechMs, prefix: prefix)
+    }
+}
+
+/// The active speaker's hold and shortest speech: 0...60000 ms.
+private func validateActiveSpeaker(_ hold: Int?, _ minimum: Int?, prefix: String) throws(LayoutValidationError) {
+    for (value, name) in [(hold, "activeSpeakerHoldMs"), (minimum, "activeSpeakerMinSpeechMs")] {
+        if let value, value < 0 || value > 60_000 {
+            throw .invalidField(field: "\(prefix).\(name)", reason: "must be between 0 and 60000 (got \(value))")
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 // through a limiter, cut into the encoder's frames. Integer sample positions throughout:
 // tick n covers samples [n·rate/fps, (n+1)·rate/fps), so fractional frame durations never drift.
 
+import Foundation
 public import FFmpeg
 public import MediaCore
 
@@ -29,6 +30,9 @@ public final class AudioMixer {
     /// The producer's gain and mute per participant (UpdateComposition), and the gain each
     /// participant's voice had at the end of the last tick: a change ramps over one tick.
     public private(set) var settings: [String: ParticipantAudio] = [:]
+    /// Each participant's level in the last tick (what it added to the mix, after its gain),
+    /// in stage order: the active speaker is found from these.
+    public private(set) var levels: [ParticipantLevel] = []
     private var gains: [String: Float] = [:]
     /// At most this many participants' settings are kept; past it, those of participants not
     /// on the stage are forgotten first.
@@ -75,6 +79,7 @@ public final class AudioMixer {
         mixLeft.update(repeating: 0, count: count)
         mixRight.update(repeating: 0, count: count)
         audibleParticipants.removeAll(keepingCapacity: true)
+        levels.removeAll(keepingCapacity: true)
         for state in participants {
             guard let subscriber = source.subscriber(for: state.participantId) else { continue }
             subscriber.advanceAudio(to: to)
@@ -87,13 +92,16 @@ public final class AudioMixer {
                 // Not heard: no ramp (a mute from the publisher is theirs to shape).
                 if gains[state.participantId] != nil { gains[state.participantId] = nil }
                 subscriber.audio.mix(from: from, count: count, gain: 0, intoLeft: mixLeft, right: mixRight)
+                levels.append(ParticipantLevel(participantId: state.participantId, dbfs: -.infinity))
                 continue
             }
             // A voice that was heard last tick ramps from its gain then; a new one starts at its own.
             let target = settings.isEmpty ? 1 : settings[state.participantId]?.effectiveGain ?? 1
             let previous = gains[state.participantId] ?? target
             gains[state.participantId] = target
-            subscriber.audio.mix(from: from, count: count, gain: previous, endGain: target, intoLeft: mixLeft, right: mixRight)
+            let energy = subscriber.audio.mix(from: from, count: count, gain: previous, endGain: target, intoLeft: mixLeft, right: mixRight)
+            levels.append(ParticipantLevel(participantId: state.participantId,
+                                           dbfs: energy > 0 ? 10 * log10(energy / Float(2 * count)) : -.infinity))
         }
         if gains.count > Self.settingsLimit { gains = gains.filter { id, _ in participants.contains { $0.participantId == id } } }
         lastPeak = limiter.process(left: mixLeft, right: mixRight, count: count)

@@ -152,29 +152,37 @@ public final class AudioRing {
     /// then forgets everything before from+count.
     /// With `endGain`, the gain goes from `gain` to it in a straight line over the `count`
     /// samples (a change of gain without a click); it is `endGain` on the last sample.
+    /// Returns the energy added (the sum of the squares of both channels' added samples).
+    @discardableResult
     public func mix(from: Int64, count: Int, gain: Float, endGain: Float? = nil,
-                    intoLeft outLeft: UnsafeMutablePointer<Float>, right outRight: UnsafeMutablePointer<Float>) {
+                    intoLeft outLeft: UnsafeMutablePointer<Float>, right outRight: UnsafeMutablePointer<Float>) -> Float {
         let to = from + Int64(count)
         let first = max(from, start)
         let last = min(to, end)
+        var energy: Float = 0
         if let endGain, endGain != gain, first < last {
             let step = (endGain - gain) / Float(count)
             for position in first..<last {
                 let index = slot(position)
                 let out = Int(position - from)
                 let g = gain + step * Float(out + 1)
-                outLeft[out] += left[index] * g
-                outRight[out] += right[index] * g
+                let l = left[index] * g, r = right[index] * g
+                outLeft[out] += l
+                outRight[out] += r
+                energy += l * l + r * r
             }
         } else if gain != 0, first < last {
             for position in first..<last {
                 let index = slot(position)
                 let out = Int(position - from)
-                outLeft[out] += left[index] * gain
-                outRight[out] += right[index] * gain
+                let l = left[index] * gain, r = right[index] * gain
+                outLeft[out] += l
+                outRight[out] += r
+                energy += l * l + r * r
             }
         }
         discard(before: to)
+        return energy
     }
 
     /// How many of the positions [from, to) are held.

@@ -48,11 +48,14 @@ public struct CompositionSettings {
     public var director: CompositionDirector?
     /// Participants' gain and mute from the start.
     public var audioSettings: [String: ParticipantAudio]
+    /// Follow the active speaker from the start (the layout's `featured: ACTIVE_SPEAKER`).
+    public var activeSpeaker: ActiveSpeakerSettings?
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
                 layout: any LayoutEngine, duration: MediaTime? = nil, tuning: CompositionTuning = CompositionTuning(),
                 stageChangeTransitionMs: Int = 0, director: CompositionDirector? = nil,
-                audioSettings: [String: ParticipantAudio] = [:]) {
+                audioSettings: [String: ParticipantAudio] = [:], activeSpeaker: ActiveSpeakerSettings? = nil) {
+        self.activeSpeaker = activeSpeaker
         self.stageChangeTransitionMs = stageChangeTransitionMs
         self.director = director
         self.audioSettings = audioSettings
@@ -109,6 +112,8 @@ public enum SessionEvent: Sendable, Equatable {
     case publishersChanged(Int, at: MediaTime)
     /// A producer's change was applied from the output frame at this composition time on.
     case directed(CompositionDirection, at: MediaTime)
+    /// The active speaker changed (nil: none), heard up to this composition time.
+    case activeSpeaker(String?, at: MediaTime)
 }
 
 public final class CompositionSession {
@@ -146,6 +151,7 @@ public final class CompositionSession {
                                    encoderFrame: try audioEncoder.makeInputFrame(), frameSize: audioEncoder.frameSize)
             mixer.setAudio(settings.audioSettings)
             renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: settings.video.frameRate)
+            renderer.followSpeakers(settings.activeSpeaker)
         } catch {
             throw .encoder(error.description)
         }
@@ -195,6 +201,12 @@ public final class CompositionSession {
                                                                "audio.participants": "\(change.audio.count)"])
             }
             let participants = renderer.render(tick: tick, repeatPicture: lagging)
+            if renderer.speakerSwitchedAt != nil {
+                renderer.speakerSwitchedAt = nil
+                let speaker = renderer.speakers?.speaker
+                observer(.activeSpeaker(speaker, at: stageTime))
+                logger.info("active speaker", metadata: ["participant.id": "\(speaker ?? "none")", "at.ms": "\(stageTime.millisecondsValue)"])
+            }
             let publishing = participants.lazy.filter(\.isPublished).count
             if publishing != publishers {
                 publishers = publishing

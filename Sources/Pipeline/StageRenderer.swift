@@ -3,7 +3,7 @@
 // can never disagree. CompositionSession encodes what it renders; the stage-sequence property
 // tests render ticks without encoders and compare the tiles and the mix with a model.
 
-import Layout
+public import Layout
 public import MediaCore
 
 public final class StageRenderer {
@@ -11,6 +11,12 @@ public final class StageRenderer {
     public let compositor: VideoCompositor
     public let mixer: AudioMixer
     private let frameDuration: Rational
+    /// Follows the dominant speaker when the layout features one.
+    public private(set) var speakers: ActiveSpeakerDetector?
+    private var speakerSettings: ActiveSpeakerSettings?
+    /// Set by a tick whose mix changed the active speaker (its stage time, µs); the caller
+    /// clears it once it has told.
+    public var speakerSwitchedAt: Int64?
 
     public init(source: any StageSource, compositor: VideoCompositor, mixer: AudioMixer, frameRate: Rational) {
         self.source = source
@@ -19,11 +25,26 @@ public final class StageRenderer {
         frameDuration = frameRate.inverted
     }
 
+    /// Follows the active speaker with these settings (nil: no longer).
+    public func followSpeakers(_ settings: ActiveSpeakerSettings?) {
+        speakerSettings = settings
+        guard let settings else {
+            speakers = nil
+            compositor.activeSpeaker = nil
+            return
+        }
+        speakers = ActiveSpeakerDetector(holdMicroseconds: Int64(settings.holdMs) * 1000,
+                                         minSpeechMicroseconds: Int64(settings.minSpeechMs) * 1000,
+                                         thresholdDbfs: Float(settings.thresholdDbfs))
+        compositor.activeSpeaker = nil
+    }
+
     /// Applies a producer's change from the next rendered tick on.
     public func direct(_ change: CompositionDirection) {
         if let layout = change.layout {
             compositor.setLayout(layout.makeEngine(), transition: Int64(change.transitionMs) * 1000)
             compositor.stageChangeTransition = Int64(layout.transitionMs ?? 0) * 1000
+            if layout.activeSpeaker != speakerSettings { followSpeakers(layout.activeSpeaker) }
         }
         if !change.audio.isEmpty { mixer.setAudio(change.audio, onStage: Set(mixer.audibleParticipants)) }
     }
@@ -44,6 +65,11 @@ public final class StageRenderer {
             compositor.compose(participants: participants, source: source, stageTime: stageMicro)
         }
         mixer.mix(tick: tick, participants: participants, source: source)
+        if speakers?.update(at: stageMicro, levels: mixer.levels) == true {
+            // From the next tick on: the speaker is laid out by what was heard up to now.
+            compositor.activeSpeaker = speakers?.speaker
+            speakerSwitchedAt = stageMicro
+        }
         return participants
     }
 }

@@ -20,6 +20,11 @@ public final class VideoCompositor {
     private var pendingRelayout: Int64?
     /// How long tiles glide and fade when the stage changes (joins, leaves, attributes; µs).
     public var stageChangeTransition: Int64 = 0
+    /// The participant the layout features as the active speaker (`featured: ACTIVE_SPEAKER`).
+    public var activeSpeaker: String?
+    /// The active speaker's attributes with the featuring one added, kept while theirs are
+    /// unchanged (no allocation per tick).
+    private var speakerAttributes: (source: [String: String], marked: [String: String])?
     /// The transition under way, if any: every tick draws all of it until it ends.
     public private(set) var transition: LayoutTransition?
     /// The stage time of the tick laid out last (µs): a transition starts there, so the
@@ -89,6 +94,14 @@ public final class VideoCompositor {
         }
     }
 
+    private func marked(_ attributes: [String: String]) -> [String: String] {
+        if let cached = speakerAttributes, cached.source == attributes { return cached.marked }
+        var marked = attributes
+        marked[ActiveSpeakerAttribute.key] = "true"
+        speakerAttributes = (attributes, marked)
+        return marked
+    }
+
     /// Lays the stage out with `layout` from the next tick on, gliding there over `transition`
     /// µs (0: a cut on that tick).
     public func setLayout(_ layout: any LayoutEngine, transition: Int64) {
@@ -102,7 +115,8 @@ public final class VideoCompositor {
         for state in participants where state.isPublished {
             let subscriber = source.subscriber(for: state.participantId)
             layoutInput.append(LayoutParticipant(
-                participantId: state.participantId, userId: state.userId, attributes: state.attributes,
+                participantId: state.participantId, userId: state.userId,
+                attributes: state.participantId == activeSpeaker ? marked(state.attributes) : state.attributes,
                 arrivalIndex: state.arrivalIndex, video: videoState(of: state, subscriber: subscriber, at: stageTime)))
         }
         if let transition, transition.isFinished(at: stageTime) {

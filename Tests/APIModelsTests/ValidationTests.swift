@@ -230,6 +230,11 @@ let cases: [(APIOperation, String, String?)] = [
     (.updateComposition, #"{"arn":"\#(composition)","audio":{"p 1":{"gain":1}}}"#, "audio.'p 1': 'p 1' must match [a-zA-Z0-9-]*"),
     (.startComposition, start("[\(channelDestination)]", extra: #","audio":{"p-1":{"gain":3}}"#),
      "audio.p-1.gain: must be between 0 and 2 (got 3.0)"),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"grid":{"featured":"ACTIVE_SPEAKER","activeSpeakerHoldMs":1000}}}"#, nil),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"pip":{"featured":"ACTIVE_SPEAKER","activeSpeakerMinSpeechMs":60001}}}"#,
+     "layout.pip.activeSpeakerMinSpeechMs: must be between 0 and 60000 (got 60001)"),
+    (.updateComposition, #"{"arn":"\#(composition)","layout":{"grid":{"featured":"LOUDEST"}}}"#,
+     "layout.grid.featured: invalid value (Cannot initialize FeaturedSelection from invalid String value LOUDEST)"),
     // UpdateParticipant (extension): a stage, a participant, attributes within 1 KB
     (.updateParticipant, #"{"stageArn":"\#(stage)","participantId":"AbCd1234","attributes":{"featured":"true"}}"#, nil),
     (.updateParticipant, #"{"stageArn":"\#(stage)","participantId":"AbCd1234"}"#, "attributes: is required"),

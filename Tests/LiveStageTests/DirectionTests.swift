@@ -55,15 +55,17 @@ final class DirectedStage {
         return (0..<planes.height).flatMap { row in Array(UnsafeBufferPointer(start: planes.y + row * planes.yStride, count: planes.width)) }
     }
 
-    /// Writes a stage directory: `count` participants publishing for `seconds`.
-    static func makeStage(count: Int, seconds: Int) throws -> URL {
+    /// Writes a stage directory: `count` participants publishing for `seconds`; `audio` gives
+    /// a participant's sound as an ffmpeg filter after its tone (e.g. a volume gate).
+    static func makeStage(count: Int, seconds: Int, audio: (Int) -> String? = { _ in nil }) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("directed-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var participants: [[String: Any]] = []
         for index in 0..<count {
             let run = try runTool("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y",
                                              "-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10",
-                                             "-f", "lavfi", "-i", "sine=frequency=\(300 + 150 * index):sample_rate=48000",
+                                             "-f", "lavfi", "-i", "sine=frequency=\(300 + 150 * index):sample_rate=48000"
+                                                + (audio(index).map { "," + $0 } ?? ""),
                                              "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-bf", "0",
                                              "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
                                              directory.appendingPathComponent("p\(index).mp4").path], keeping: .standardError)
@@ -146,6 +148,49 @@ func onThreadChecking(_ body: @escaping @Sendable (Problems) throws -> Void) asy
                     expect.check(directed.luma == before.luma, "")
                 }
             }
+        }
+    }
+
+    @Test("the featured tile follows the active speaker's turns within the hold + 100 ms, never a 200 ms blip")
+    func activeSpeakerIsFeatured() async throws {
+        // Seconds: turns p0 0.5–3.5, p1 3.5–7, p2 7–10, p0 10–12.5; blips (louder than the
+        // speaker, past the hold, far from the blipper's own turns) p2 2.6, p0 5.6, p1 9.1.
+        let turns: [(Int, Double, Double)] = [(0, 0.5, 3.5), (1, 3.5, 7.0), (2, 7.0, 10.0), (0, 10.0, 12.5)]
+        let blips: [(Int, Double, Double)] = [(2, 2.6, 2.8), (0, 5.6, 5.8), (1, 9.1, 9.3)]
+        try await onThreadChecking { expect in
+            let stage = try DirectedStage.makeStage(count: 3, seconds: 13) { index in
+                let spoken = turns.filter { $0.0 == index }.map { "between(t,\($0.1),\($0.2))" }.joined(separator: "+")
+                let blipped = blips.filter { $0.0 == index }.map { "between(t,\($0.1),\($0.2))" }.joined(separator: "+")
+                return "volume='if(\(blipped),1.6,if(\(spoken),1,0))':eval=frame"
+            }
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let layout = LayoutConfiguration(grid: GridConfiguration(gridGap: 0, featured: .activeSpeaker))
+            let directed = try DirectedStage(stage: stage, layout: layout)
+            directed.renderer.followSpeakers(layout.activeSpeaker)
+            var switches: [(Double, String?)] = []
+            for tick in Int64(0)..<128 {
+                try directed.render(tick: tick)
+                if directed.renderer.speakerSwitchedAt != nil {
+                    directed.renderer.speakerSwitchedAt = nil
+                    switches.append((Double(tick) / 10, directed.renderer.speakers?.speaker))
+                }
+                let t = Double(tick) / 10
+                let tiles = directed.renderer.compositor.tiles
+                let largest = tiles.max { $0.rect.area < $1.rect.area }
+                let featured = tiles.filter { $0.rect.area == largest?.rect.area }.count == 1 ? largest?.participantId : nil
+                guard let turn = turns.last(where: { $0.1 <= t }) else {
+                    expect.check(featured == nil, "\(t) s: \(featured ?? "") featured before anyone spoke")
+                    continue
+                }
+                let previous = turns.last { $0.2 <= turn.1 }
+                if t >= turn.1 + 1.6 {
+                    expect.check(featured == "p\(turn.0)", "\(t) s: \(featured ?? "nobody") featured, p\(turn.0) has spoken since \(turn.1) s")
+                } else {
+                    let allowed = [turn.0, previous?.0].compactMap { $0 }.map { "p\($0)" }
+                    expect.check(featured == nil || allowed.contains(featured!), "\(t) s: \(featured!) featured during p\(turn.0)'s turn (a blip?)")
+                }
+            }
+            expect.check(switches.map(\.1) == ["p0", "p1", "p2", "p0"], "switches: \(switches)")
         }
     }
 

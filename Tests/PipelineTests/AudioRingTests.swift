@@ -20,7 +20,7 @@ private func mix(_ ring: AudioRing, from: Int64, count: Int, gain: Float = 1, in
     var right = [Float](repeating: initial, count: count)
     left.withUnsafeMutableBufferPointer { l in
         right.withUnsafeMutableBufferPointer { r in
-            ring.mix(from: from, count: count, gain: gain, intoLeft: l.baseAddress!, right: r.baseAddress!)
+            _ = ring.mix(from: from, count: count, gain: gain, intoLeft: l.baseAddress!, right: r.baseAddress!)
         }
     }
     return (left, right)

@@ -213,6 +213,8 @@ public actor CompositionManager<Store: CompositionStore>: Service {
             await apply(.publishersChanged(count: count), to: arn)
         case .session(.directed):
             break // logged by the session with its composition time
+        case .session(.activeSpeaker):
+            metrics?.activeSpeakerSwitches.increment()
         case .finished(let failure):
             entries[arn]?.handle = nil
             if let failure { entry.logger.error("pipeline ended with an error", metadata: ["error": "\(failure)"]) }

@@ -21,6 +21,7 @@ extension ServerMetrics {
             "stage_compositor_destinations": "Destinations of the compositions known to this node, by state.",
             "stage_compositor_publishers": "Participants publishing to the stages of running compositions.",
             "stage_compositor_frames_composed_total": "Output frames composed, all compositions.",
+            "stage_compositor_active_speaker_switches_total": "Switches of the featured active speaker (featured: ACTIVE_SPEAKER), all compositions.",
             "stage_compositor_frames_dropped_total": "Output frames due before the previous was done, repeated instead of composed.",
             "stage_compositor_frame_encode_seconds": "Compose and encode time per output frame, in seconds (pacer waits excluded).",
             "stage_compositor_output_bytes_total": "Bytes written, by destination type (s3, channel); its rate is the output bitrate.",

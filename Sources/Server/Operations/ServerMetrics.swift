@@ -7,6 +7,7 @@ import Synchronization
 
 public final class ServerMetrics: Sendable {
     public let framesComposed: Counter
+    public let activeSpeakerSwitches: Counter
     /// Frames that were due before the previous was done (repeated instead of composed).
     public let framesDropped: Counter
     /// Compose + encode time per output frame (pacer waits excluded).
@@ -44,6 +45,7 @@ public final class ServerMetrics: Sendable {
 
     public init(factory: any MetricsFactory) {
         framesComposed = Counter(label: "stage_compositor_frames_composed_total", factory: factory)
+        activeSpeakerSwitches = Counter(label: "stage_compositor_active_speaker_switches_total", factory: factory)
         framesDropped = Counter(label: "stage_compositor_frames_dropped_total", factory: factory)
         frameWorkTime = Timer(label: "stage_compositor_frame_encode_seconds", factory: factory)
         outputBytes = Dictionary(uniqueKeysWithValues: ["s3", "channel"].map { type in
