@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "HLS", dependencies: ["MediaCore"], swiftSettings: strict),
         .target(name: "APIModels", dependencies: ["MediaCore", "Layout", "Lifecycle"], swiftSettings: strict),
         .target(name: "Events", dependencies: ["MediaCore", "Lifecycle"], swiftSettings: strict),
-        .target(name: "Stages", dependencies: ["MediaCore", "HLS"], swiftSettings: strict),
+        .target(name: "Stages", dependencies: ["MediaCore", "HLS", "Layout"], swiftSettings: strict),
         // Pure: SigV4 request verification (Foundation + Crypto only).
         .target(name: "Auth", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
 

@@ -140,10 +140,17 @@ public final class CompositionRunner {
         } else {
             channelSink = nil
         }
-        let settings = CompositionSettings(video: plan.videoSettings, audio: audio,
+        var settings = CompositionSettings(video: plan.videoSettings, audio: audio,
                                            layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning,
                                            stageChangeTransitionMs: plan.layout.transitionMs ?? 0, director: director,
                                            audioSettings: plan.audio, activeSpeaker: plan.layout.activeSpeaker)
+        if let recordingSink {
+            // What it applies goes into the recording, for a re-render directed the same way.
+            let log = DirectionLog(stageArn: source.stageArn)
+            settings.directionLog = log
+            settings.layoutConfiguration = plan.layout
+            recordingSink.directions = { log.json() }
+        }
         session = try CompositionSession(source: source, settings: settings, sinks: sinks, logger: logger, observer: observer)
     }
 }

@@ -174,10 +174,15 @@ public final class HLSRecordingSink: PacketSink {
         }
     }
 
+    /// The changes the composition applied, as `events/directions.json` (written at the end
+    /// when there are any).
+    public var directions: (() -> Data?)?
+
     public func finish(failure: String?) throws(PipelineError) {
         guard !finished else { return }
         finished = true
         var problem = failure
+        if let data = directions?() { upload(data, key: configuration.layout.directionsKey) }
         if let muxer {
             do {
                 try writeAudio(before: nil, muxer: muxer)

@@ -46,6 +46,9 @@ public struct RecordingLayout: Sendable, Hashable {
     /// Sequential thumbnail name, numbered from 1 like the seed's examples (`1.jpg`).
     public static func thumbnailName(number: Int) -> String { "\(number).jpg" }
 
+    /// The changes a producer made while it ran (`events/directions.json`), for a re-render.
+    public var directionsKey: String { "\(prefix)/\(RecordingLayout.eventsPath)/directions.json" }
+
     public func metadataKey(for status: RecordingStatus) -> String {
         "\(prefix)/\(RecordingLayout.eventsPath)/\(status.metadataFileName)"
     }

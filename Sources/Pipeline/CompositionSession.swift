@@ -50,6 +50,10 @@ public struct CompositionSettings {
     public var audioSettings: [String: ParticipantAudio]
     /// Follow the active speaker from the start (the layout's `featured: ACTIVE_SPEAKER`).
     public var activeSpeaker: ActiveSpeakerSettings?
+    /// Keeps what the composition applied (for the recording's `events/directions.json`).
+    public var directionLog: DirectionLog?
+    /// The layout it starts with, as configured (the log's first entry).
+    public var layoutConfiguration: LayoutConfiguration?
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
                 layout: any LayoutEngine, duration: MediaTime? = nil, tuning: CompositionTuning = CompositionTuning(),
@@ -162,6 +166,14 @@ public final class CompositionSession {
     public func run(pacer: inout some Pacer, shouldStop: () -> Bool = { false },
                     progress: (CompositionProgress) -> Void = { _ in }) throws(PipelineError) -> CompositionResult {
         let wallClockOrigin = source.wallClockOriginMs
+        if let log = settings.directionLog {
+            log.startedAtMs = wallClockOrigin
+            if let layout = settings.layoutConfiguration {
+                log.record(CompositionDirection(layout: layout, audio: settings.audioSettings), atMicroseconds: 0)
+            }
+        }
+        let scheduled = source.scheduledDirections
+        var nextScheduled = 0
         for sink in sinks {
             do {
                 if let wallClockOrigin { sink.anchor(wallClockOriginMs: wallClockOrigin) }
@@ -192,15 +204,13 @@ public final class CompositionSession {
             } else {
                 do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
             }
-            if let change = settings.director?.take() {
-                renderer.direct(change)
-                observer(.directed(change, at: stageTime))
-                logger.info("composition directed", metadata: ["at.ms": "\(stageTime.millisecondsValue)",
-                                                               "layout.changed": "\(change.layout != nil)",
-                                                               "transition.ms": "\(change.transitionMs)",
-                                                               "audio.participants": "\(change.audio.count)"])
+            if let change = settings.director?.take() { apply(change, at: stageTime) }
+            while nextScheduled < scheduled.count, scheduled[nextScheduled].atMicroseconds <= stageTime.microsecondsValue {
+                apply(scheduled[nextScheduled].change, at: stageTime)
+                nextScheduled += 1
             }
             let participants = renderer.render(tick: tick, repeatPicture: lagging)
+            settings.directionLog?.observe(participants, atMicroseconds: stageTime.microsecondsValue)
             if renderer.speakerSwitchedAt != nil {
                 renderer.speakerSwitchedAt = nil
                 let speaker = renderer.speakers?.speaker
@@ -263,6 +273,17 @@ public final class CompositionSession {
                                  duration: MediaTime(ticks: tick, timeBase: frameDuration),
                                  layoutChanges: compositor.layoutChanges, laggedFrames: lagged,
                                  tilesScaled: compositor.tilesScaled, tilesReused: compositor.tilesReused, failedSinks: failedSinks)
+    }
+
+    /// A producer's change, from this frame on: applied, told, logged, kept for the recording.
+    private func apply(_ change: CompositionDirection, at stageTime: MediaTime) {
+        renderer.direct(change)
+        settings.directionLog?.record(change, atMicroseconds: stageTime.microsecondsValue)
+        observer(.directed(change, at: stageTime))
+        logger.info("composition directed", metadata: ["at.ms": "\(stageTime.millisecondsValue)",
+                                                       "layout.changed": "\(change.layout != nil)",
+                                                       "transition.ms": "\(change.transitionMs)",
+                                                       "audio.participants": "\(change.audio.count)"])
     }
 
     /// Sends one frame (nil: flush) and hands every packet that comes out to the sinks.

@@ -39,10 +39,25 @@ public protocol StageSource: AnyObject {
     var duration: MediaTime? { get }
     /// Wall-clock time (ms since 1970) of stage time 0, when known; asked when output starts.
     var wallClockOriginMs: Int64? { get }
+    /// A producer's changes on the stage's own timeline (a recorded stage's directions), in
+    /// time order: each applies from the first output frame at or after its time.
+    var scheduledDirections: [ScheduledDirection] { get }
 }
 
 extension StageSource {
     public var wallClockOriginMs: Int64? { nil }
+    public var scheduledDirections: [ScheduledDirection] { [] }
+}
+
+/// A change at a stage time (µs).
+public struct ScheduledDirection: Sendable, Equatable {
+    public var atMicroseconds: Int64
+    public var change: CompositionDirection
+
+    public init(atMicroseconds: Int64, change: CompositionDirection) {
+        self.atMicroseconds = atMicroseconds
+        self.change = change
+    }
 }
 
 /// A recorded stage: the manifest's timeline drives who is published; media is pulled from
@@ -58,6 +73,10 @@ public final class RecordedStageSource: StageSource {
     private var cached: [StageParticipantState] = []
     private var cachedFrom: Int64 = .max
     private var cachedUntil: Int64 = .min
+    /// Attributes set by the manifest's directions, by participant, in time order.
+    private let attributeChanges: [String: [(atMs: Int64, attributes: [String: String])]]
+    /// The manifest's layout and audio directions.
+    public let scheduledDirections: [ScheduledDirection]
 
     /// Opens every participant's media. A file that cannot be opened is an error naming it.
     public init(stage: RecordedStage, limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(PipelineError) {
@@ -70,7 +89,19 @@ public final class RecordedStageSource: StageSource {
         }
         for (rank, entry) in ordered.enumerated() { arrival[entry.element.participantId] = rank }
         self.arrival = arrival
-        changeTimes = Array(Set(stage.manifest.participants.flatMap { $0.timeline.map(\.atMs) })).sorted()
+        let directions = stage.manifest.directions ?? []
+        var attributeChanges: [String: [(atMs: Int64, attributes: [String: String])]] = [:]
+        for direction in directions {
+            for (id, attributes) in direction.attributes ?? [:] { attributeChanges[id, default: []].append((direction.atMs, attributes)) }
+        }
+        self.attributeChanges = attributeChanges
+        scheduledDirections = directions.compactMap { direction in
+            guard direction.layout != nil || !(direction.audio ?? [:]).isEmpty else { return nil }
+            return ScheduledDirection(atMicroseconds: direction.atMs * 1000, change: CompositionDirection(
+                layout: direction.layout, transitionMs: direction.transitionMs ?? 0, audio: direction.audio ?? [:]))
+        }
+        changeTimes = Array(Set(stage.manifest.participants.flatMap { $0.timeline.map(\.atMs) }
+            + directions.filter { $0.attributes != nil }.map(\.atMs))).sorted()
         for participant in stage.manifest.participants {
             let files = participant.mediaFiles
             guard let first = files.first else { continue }
@@ -131,7 +162,9 @@ public final class RecordedStageSource: StageSource {
             let state = participant.state(atMs: ms)
             return StageParticipantState(
                 participantId: participant.participantId, userId: participant.userId,
-                attributes: participant.attributes, isPublished: state.isPublished,
+                attributes: attributeChanges[participant.participantId]?.last(where: { $0.atMs <= ms })?.attributes
+                    ?? participant.attributes,
+                isPublished: state.isPublished,
                 isVideoStopped: state.isVideoStopped, isAudioMuted: state.isAudioMuted,
                 arrivalIndex: arrival[participant.participantId] ?? 0)
         }

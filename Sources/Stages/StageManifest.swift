@@ -2,6 +2,7 @@
 // The manifest is the stage's whole story — who was there, with which attributes, what they
 // published and when — on one clock that starts at 0 ms.
 
+public import Layout
 public import MediaCore
 
 /// What happened to a participant's publication at one instant of the stage clock.
@@ -147,15 +148,20 @@ public struct StageManifest: Codable, Hashable, Sendable {
     /// (no early first picture to hide a container's audio priming).
     public var startedAt: String?
     public var participants: [StageParticipantManifest]
+    /// A producer's changes on the stage clock, in time order: layouts, audio, attributes
+    /// (what a live composition applied, from its recording's `events/directions.json`).
+    public var directions: [StageDirection]?
 
-    public init(stageArn: String, durationMs: Int64? = nil, startedAt: String? = nil, participants: [StageParticipantManifest]) {
+    public init(stageArn: String, durationMs: Int64? = nil, startedAt: String? = nil, participants: [StageParticipantManifest],
+                directions: [StageDirection]? = nil) {
         self.stageArn = stageArn
         self.durationMs = durationMs
         self.startedAt = startedAt
         self.participants = participants
+        self.directions = directions
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case stageArn, durationMs, startedAt, participants }
+    enum CodingKeys: String, CodingKey, CaseIterable { case stageArn, durationMs, startedAt, participants, directions }
 
     public init(from decoder: any Decoder) throws {
         try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
@@ -164,6 +170,75 @@ public struct StageManifest: Codable, Hashable, Sendable {
         durationMs = try c.decodeIfPresent(Int64.self, forKey: .durationMs)
         startedAt = try c.decodeIfPresent(String.self, forKey: .startedAt)
         participants = try c.decode([StageParticipantManifest].self, forKey: .participants)
+        directions = try c.decodeIfPresent([StageDirection].self, forKey: .directions)
+    }
+}
+
+/// One change a producer made to a composition, at one instant of the stage clock: the
+/// same parts as UpdateComposition (a layout with its transition, participants' audio) and
+/// UpdateParticipant (participants' attributes, by ID). A live composition writes one per
+/// change it applied into `events/directions.json`, with the wall-clock time of each.
+public struct StageDirection: Codable, Hashable, Sendable {
+    /// At most this many in a manifest (and in a composition's record).
+    public static let maximumCount = 10_000
+
+    /// Milliseconds from the start of the stage (a live composition's: of the composition).
+    public var atMs: Int64
+    /// Wall-clock time (ms since 1970), when known: how a re-render from individual
+    /// recordings places the change on its own clock.
+    public var wallClockMs: Int64?
+    public var layout: LayoutConfiguration?
+    public var transitionMs: Int?
+    public var audio: [String: ParticipantAudio]?
+    /// Participants' attributes from now on, by participant ID.
+    public var attributes: [String: [String: String]]?
+
+    public init(atMs: Int64, wallClockMs: Int64? = nil, layout: LayoutConfiguration? = nil, transitionMs: Int? = nil,
+                audio: [String: ParticipantAudio]? = nil, attributes: [String: [String: String]]? = nil) {
+        self.atMs = atMs
+        self.wallClockMs = wallClockMs
+        self.layout = layout
+        self.transitionMs = transitionMs
+        self.audio = audio
+        self.attributes = attributes
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case atMs, wallClockMs, layout, transitionMs, audio, attributes }
+
+    public init(from decoder: any Decoder) throws {
+        try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        atMs = try c.decode(Int64.self, forKey: .atMs)
+        wallClockMs = try c.decodeIfPresent(Int64.self, forKey: .wallClockMs)
+        layout = try c.decodeIfPresent(LayoutConfiguration.self, forKey: .layout)
+        transitionMs = try c.decodeIfPresent(Int.self, forKey: .transitionMs)
+        audio = try c.decodeIfPresent([String: ParticipantAudio].self, forKey: .audio)
+        attributes = try c.decodeIfPresent([String: [String: String]].self, forKey: .attributes)
+    }
+}
+
+/// What a live composition writes to its recording's `events/directions.json`: the changes
+/// it applied, each at its composition time, and the wall-clock time of composition time 0.
+public struct DirectionsRecord: Codable, Hashable, Sendable {
+    public var stageArn: String
+    /// Wall-clock time (ms since 1970) of composition time 0, when known.
+    public var startedAtMs: Int64?
+    public var directions: [StageDirection]
+
+    public init(stageArn: String, startedAtMs: Int64?, directions: [StageDirection]) {
+        self.stageArn = stageArn
+        self.startedAtMs = startedAtMs
+        self.directions = directions
+    }
+
+    /// Its directions on another stage's clock: one whose time 0 is `stageStartedAtMs` (wall
+    /// clock), by each direction's wall-clock time; without one, as they are.
+    public func directions(onStageStartedAtMs stageStartedAtMs: Int64?) -> [StageDirection] {
+        directions.map { direction in
+            var moved = direction
+            if let stageStartedAtMs, let wall = direction.wallClockMs { moved.atMs = wall &- stageStartedAtMs }
+            return moved
+        }
     }
 }
 

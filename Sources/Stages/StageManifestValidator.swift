@@ -1,3 +1,6 @@
+import Layout
+import MediaCore
+
 /// Semantic checks on a decoded manifest (the decoder has already checked types, event
 /// names and unknown fields). Each failure names the manifest file and the field.
 ///
@@ -79,6 +82,46 @@ enum StageManifestValidator {
                 }
             }
             try validateTimeline(participant.timeline, prefix: prefix, durationMs: manifest.durationMs, file: file)
+        }
+        try validateDirections(manifest.directions ?? [], file: file)
+    }
+
+    static var maximumDirections: Int { StageDirection.maximumCount }
+
+    /// Directions: in time order within a week, each layout as StartComposition checks it,
+    /// transitions 0...2000 ms, gains 0...2, attributes within IVS's 1 KB.
+    static func validateDirections(_ directions: [StageDirection], file: String) throws(StageError) {
+        if directions.count > maximumDirections {
+            throw StageError(file: file, field: "directions", message: "\(directions.count) directions; at most \(maximumDirections)")
+        }
+        var previous = Int64.min
+        for (index, direction) in directions.enumerated() {
+            let prefix = "directions[\(index)]"
+            if direction.atMs < 0 || direction.atMs > maximumTimeMs {
+                throw StageError(file: file, field: "\(prefix).atMs", message: "\(direction.atMs) is not between 0 and a week (\(maximumTimeMs) ms)")
+            }
+            if direction.atMs < previous {
+                throw StageError(file: file, field: "\(prefix).atMs", message: "directions must be in time order (\(direction.atMs) after \(previous))")
+            }
+            previous = direction.atMs
+            do throws(LayoutValidationError) {
+                try direction.layout?.validate(prefix: "\(prefix).layout")
+                try LayoutConfiguration.validateTransition(direction.transitionMs, field: "\(prefix).transitionMs")
+            } catch {
+                if case .invalidField(let field, let reason) = error { throw StageError(file: file, field: field, message: reason) }
+                throw StageError(file: file, field: prefix, message: error.description)
+            }
+            for (id, audio) in direction.audio ?? [:] {
+                if let gain = audio.gain, !(gain.isFinite && ParticipantAudio.gainRange.contains(gain)) {
+                    throw StageError(file: file, field: "\(prefix).audio.\(id).gain", message: "must be between 0 and 2 (got \(gain))")
+                }
+            }
+            for (id, attributes) in direction.attributes ?? [:] {
+                let bytes = attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+                if bytes > 1024 {
+                    throw StageError(file: file, field: "\(prefix).attributes.\(id)", message: "keys and values may total at most 1024 bytes (got \(bytes))")
+                }
+            }
         }
     }
 

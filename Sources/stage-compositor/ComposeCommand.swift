@@ -27,6 +27,11 @@ struct ComposeCommand: ParsableCommand {
             help: ArgumentHelp("PARTICIPANT_ID:KEY=VALUE: sets a participant attribute (repeatable), e.g. the PiP or featured attribute for a re-render: individual recordings do not carry attributes."))
     var participantAttributes: [String] = []
 
+    @Option(help: ArgumentHelp("Direct the composition as a live one was: a recording's events/directions.json (its layouts, audio and "
+                               + "attributes, placed on this stage's clock by their wall-clock times when the stage has one).",
+                               valueName: "file"))
+    var directions: String?
+
     @Option(help: "Layout preset name (see layouts/) or LayoutConfiguration JSON file.")
     var layout: String = "grid"
 
@@ -95,7 +100,8 @@ struct ComposeCommand: ParsableCommand {
             let input = try StageInput.load(stage, logger: logger)
             defer { if let directory = input.temporaryDirectory { try? FileManager.default.removeItem(at: directory) } }
             for line in input.summary { FileHandle.standardError.write(Data((line + "\n").utf8)) }
-            let recordedStage = try Self.applying(participantAttributes, to: input.stage)
+            var recordedStage = try Self.applying(participantAttributes, to: input.stage)
+            if let directions { recordedStage = try Self.directed(recordedStage, by: directions) }
             var limits = DecoderLimits()
             if let decoderThreads {
                 guard (1...16).contains(decoderThreads) else { throw CLIFailure("--decoder-threads: \(decoderThreads) is outside 1...16") }
@@ -156,6 +162,29 @@ struct ComposeCommand: ParsableCommand {
 }
 
 extension ComposeCommand {
+    /// The stage directed by a recording's `events/directions.json`: each change at its
+    /// wall-clock time on this stage's clock (when both know it), else at its own time; a
+    /// change from before the stage began applies at its start.
+    static func directed(_ stage: RecordedStage, by path: String) throws -> RecordedStage {
+        let record: DirectionsRecord
+        do {
+            record = try JSONDecoder().decode(DirectionsRecord.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw CLIFailure("--directions \(path): not a directions record (events/directions.json): \(error)")
+        }
+        var manifest = stage.manifest
+        manifest.directions = record.directions(onStageStartedAtMs: manifest.startedAtMs).map { direction in
+            var moved = direction
+            moved.atMs = max(0, direction.atMs)
+            return moved
+        }
+        do {
+            return try RecordedStage.validated(manifest, directory: stage.directory, file: path)
+        } catch {
+            throw CLIFailure("--directions: \(error)")
+        }
+    }
+
     /// The stage with `PARTICIPANT_ID:KEY=VALUE` attributes set.
     static func applying(_ assignments: [String], to stage: RecordedStage) throws -> RecordedStage {
         guard !assignments.isEmpty else { return stage }

@@ -57,7 +57,8 @@ final class DirectedStage {
 
     /// Writes a stage directory: `count` participants publishing for `seconds`; `audio` gives
     /// a participant's sound as an ffmpeg filter after its tone (e.g. a volume gate).
-    static func makeStage(count: Int, seconds: Int, audio: (Int) -> String? = { _ in nil }) throws -> URL {
+    static func makeStage(count: Int, seconds: Int, audio: (Int) -> String? = { _ in nil },
+                          directions: [[String: Any]]? = nil) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("directed-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var participants: [[String: Any]] = []
@@ -75,8 +76,9 @@ final class DirectedStage {
             participants.append(["participantId": "p\(index)", "userId": "u\(index)", "attributes": attributes,
                                  "media": "p\(index).mp4", "mediaOffsetMs": 0, "timeline": [["atMs": 0, "event": "publish"]]])
         }
-        let manifest: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Directed",
+        var manifest: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Directed",
                                        "durationMs": seconds * 1000, "participants": participants]
+        if let directions { manifest["directions"] = directions }
         try JSONSerialization.data(withJSONObject: manifest).write(to: directory.appendingPathComponent("manifest.json"))
         return directory
     }
@@ -192,6 +194,68 @@ func onThreadChecking(_ body: @escaping @Sendable (Problems) throws -> Void) asy
             }
             expect.check(switches.map(\.1) == ["p0", "p1", "p2", "p0"], "switches: \(switches)")
         }
+    }
+
+    @Test("a recorded stage's directions (a layout at 0.5 s, attributes at 0.8 s) direct it as the calls did, frame for frame")
+    func manifestDirections() async throws {
+        try await onThreadChecking { expect in
+            let plain = try DirectedStage.makeStage(count: 3, seconds: 2)
+            defer { try? FileManager.default.removeItem(at: plain) }
+            let directedStage = try DirectedStage.makeStage(count: 3, seconds: 2, directions: [
+                ["atMs": 500, "layout": ["pip": ["gridGap": 0, "pipParticipantAttribute": "pip"]], "transitionMs": 200],
+                ["atMs": 800, "attributes": ["p0": ["pip": "true"]]],
+            ])
+            defer { try? FileManager.default.removeItem(at: directedStage) }
+            let called = try DirectedStage(stage: plain, layout: Self.grid)
+            let scheduled = try DirectedStage(stage: directedStage, layout: Self.grid)
+            let source = try #require(scheduled.renderer.source as? RecordedStageSource)
+            expect.check(source.scheduledDirections.map(\.atMicroseconds) == [500_000], "\(source.scheduledDirections)")
+            var next = 0
+            for tick in Int64(0)..<12 {
+                // The session's rule: a direction applies from the first frame at or after its time.
+                while next < source.scheduledDirections.count, source.scheduledDirections[next].atMicroseconds <= tick * 100_000 {
+                    scheduled.renderer.direct(source.scheduledDirections[next].change)
+                    next += 1
+                }
+                if tick == 5 { called.renderer.direct(CompositionDirection(layout: Self.pip, transitionMs: 200)) }
+                try called.render(tick: tick)
+                try scheduled.render(tick: tick)
+                let window = scheduled.renderer.compositor.tiles.max { $0.zIndex < $1.zIndex }
+                if tick < 8 {
+                    expect.check(scheduled.renderer.compositor.tiles == called.renderer.compositor.tiles, "tick \(tick): tiles differ")
+                    expect.check(scheduled.luma == called.luma, "tick \(tick): pictures differ")
+                } else {
+                    // From 0.8 s p0 has the PiP attribute too, and the first in order with it is the window.
+                    expect.check(window?.participantId == "p0", "tick \(tick): the window is \(window?.participantId ?? "none")")
+                }
+            }
+        }
+    }
+
+    @Test("the direction log keeps the start, each change at its time and attribute changes as seen, bounded")
+    func directionLog() throws {
+        let log = DirectionLog(stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/Directed")
+        log.startedAtMs = 1_800_000_000_000
+        log.record(CompositionDirection(layout: Self.grid), atMicroseconds: 0)
+        func state(_ id: String, _ attributes: [String: String]) -> StageParticipantState {
+            StageParticipantState(participantId: id, userId: id, attributes: attributes, isPublished: true, isVideoStopped: false,
+                                  isAudioMuted: false, arrivalIndex: 0)
+        }
+        log.observe([state("a", [:]), state("b", ["k": "v"])], atMicroseconds: 33_333)
+        log.observe([state("a", [:]), state("b", ["k": "v"])], atMicroseconds: 66_666)
+        log.observe([state("a", ["featured": "true"]), state("b", ["k": "v"])], atMicroseconds: 99_999)
+        log.record(CompositionDirection(layout: Self.pip, transitionMs: 300, audio: ["a": ParticipantAudio(gain: 0.5)]), atMicroseconds: 133_332)
+        let record = try JSONDecoder().decode(DirectionsRecord.self, from: try #require(log.json()))
+        #expect(record.directions == [
+            StageDirection(atMs: 0, wallClockMs: 1_800_000_000_000, layout: Self.grid, transitionMs: 0),
+            StageDirection(atMs: 33, wallClockMs: 1_800_000_000_033, attributes: ["b": ["k": "v"]]),
+            StageDirection(atMs: 99, wallClockMs: 1_800_000_000_099, attributes: ["a": ["featured": "true"]]),
+            StageDirection(atMs: 133, wallClockMs: 1_800_000_000_133, layout: Self.pip, transitionMs: 300, audio: ["a": ParticipantAudio(gain: 0.5)]),
+        ])
+        // On a stage that began 10 ms later, by wall-clock time.
+        #expect(record.directions(onStageStartedAtMs: 1_800_000_000_010).map(\.atMs) == [-10, 23, 89, 123])
+        for index in 0..<(DirectionLog.limit + 5) { log.record(CompositionDirection(audio: ["a": ParticipantAudio(gain: 1)]), atMicroseconds: Int64(index)) }
+        #expect(log.directions.count == DirectionLog.limit && log.dropped == 9)
     }
 
     @Test("gain 0.5 and then mute ramp over one frame, sample for sample, with no step")

@@ -207,3 +207,33 @@ func participant(_ id: String = "p0", media: String? = "a.mp4", extra: String = 
         }
     }
 }
+
+@Suite struct StageDirectionsValidationTests {
+    static func withDirections(_ directions: String) -> String {
+        "{\"stageArn\": \"\(arn)\", \"durationMs\": 6000, \"participants\": [\(participant())], \"directions\": \(directions)}"
+    }
+
+    @Test func validDirectionsLoad() throws {
+        let directions = #"[{"atMs": 0, "layout": {"grid": {"gridGap": 0}}}, {"atMs": 500, "layout": {"pip": {}}, "transitionMs": 300}, {"atMs": 900, "attributes": {"p0": {"featured": "true"}}, "audio": {"p0": {"gain": 0.5}}}]"#
+        #expect(try loadError(Self.withDirections(directions)) == nil)
+    }
+
+    @Test("directions: time order, a week at most, layouts as StartComposition checks them, transitions, gains, attributes, unknown fields",
+          arguments: [
+            (#"[{"atMs": 500}, {"atMs": 400}]"#, "directions[1].atMs", "directions must be in time order (400 after 500)"),
+            (#"[{"atMs": -1}]"#, "directions[0].atMs", "-1 is not between 0 and a week (604800000 ms)"),
+            (#"[{"atMs": 0, "layout": {"pip": {"pipWidth": 0}}}]"#, "directions[0].layout.pip.pipWidth", "must be at least 1 (got 0)"),
+            (#"[{"atMs": 0, "layout": {"grid": {}}, "transitionMs": 5000}]"#, "directions[0].transitionMs", "must be between 0 and 2000 (got 5000)"),
+            (#"[{"atMs": 0, "audio": {"p0": {"gain": 9}}}]"#, "directions[0].audio.p0.gain", "must be between 0 and 2 (got 9.0)"),
+          ])
+    func invalidDirections(directions: String, field: String, message: String) throws {
+        let error = try #require(try loadError(Self.withDirections(directions)))
+        #expect(error.field == field)
+        #expect(error.message == message)
+    }
+
+    @Test func aDirectionsTypoIsNamed() throws {
+        let error = try #require(try loadError(Self.withDirections(#"[{"atMs": 0, "layuot": {}}]"#)))
+        #expect(error.description.contains("layuot") && error.description.contains("unknown field"), "\(error)")
+    }
+}

@@ -245,4 +245,6 @@ final class LiveRecordedStageSource: StageSource {
     func subscriber(for participantId: String) -> ParticipantSubscriber? { recorded.subscriber(for: participantId) }
 
     var duration: MediaTime? { nil }
+
+    var scheduledDirections: [ScheduledDirection] { recorded.scheduledDirections }
 }
