@@ -38,8 +38,15 @@ extension LayoutCommand {
         @Option(help: "Output PNG file.")
         var out: String
 
+        @Option(help: "Render a frame of the glide from this layout (preset or file) to --layout, --progress of the way.")
+        var transitionFrom: String?
+
+        @Option(help: "With --transition-from: how far into the transition, 0...1 (0.5: its midpoint in time).")
+        var progress: Double = 0.5
+
         mutating func validate() throws {
             guard (0...64).contains(participants) else { throw ValidationError("--participants must be 0...64") }
+            guard progress.isFinite, (0...1).contains(progress) else { throw ValidationError("--progress must be 0...1") }
             _ = try parseSize(size)
             _ = try parseIndices(stopped)
         }
@@ -50,10 +57,22 @@ extension LayoutCommand {
             let sample = LayoutPreview.sampleParticipants(
                 count: participants, featured: Set(featured.map { [$0] } ?? []), pip: Set(pip.map { [$0] } ?? []),
                 stopped: try parseIndices(stopped), configuration: configuration)
-            let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample)
+            var transition: LayoutPreview.Transition?
+            if let transitionFrom {
+                let from = try LayoutPresets.resolve(transitionFrom, searchDirectories: LayoutPresets.defaultSearchDirectories())
+                let fromSample = LayoutPreview.sampleParticipants(
+                    count: participants, featured: Set(featured.map { [$0] } ?? []), pip: Set(pip.map { [$0] } ?? []),
+                    stopped: try parseIndices(stopped), configuration: from)
+                transition = LayoutPreview.Transition(from: from, fromParticipants: fromSample, progress: progress)
+            }
+            let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample, transition: transition)
             try writeOutput(Data(png), to: out)
-            for tile in configuration.makeEngine().tiles(canvas: canvas, participants: sample) {
-                print(tile)
+            if let transition {
+                for item in transition.tiles(to: configuration, participants: sample, canvas: canvas) { print(item) }
+            } else {
+                for tile in configuration.makeEngine().tiles(canvas: canvas, participants: sample) {
+                    print(tile)
+                }
             }
         }
     }

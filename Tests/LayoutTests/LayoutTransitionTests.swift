@@ -81,3 +81,23 @@ import MediaCore
         #expect(u.progress(at: .max) == 1)
     }
 }
+
+@Suite struct TransitionPreviewTests {
+    @Test("a preview of a transition starts on the old layout's picture, ends on the new one's, and is neither between")
+    func previewEnds() {
+        let grid = LayoutConfiguration.defaultGrid
+        let pip = LayoutConfiguration(pip: PipConfiguration(pipParticipantAttribute: "isPip"))
+        let canvas = PixelSize(width: 320, height: 180)
+        let before = LayoutPreview.sampleParticipants(count: 3, configuration: grid)
+        let after = LayoutPreview.sampleParticipants(count: 3, pip: [2], configuration: pip)
+        func frame(_ progress: Double) -> [UInt8] {
+            LayoutPreview.renderRGB(configuration: pip, canvas: canvas, participants: after,
+                                    transition: LayoutPreview.Transition(from: grid, fromParticipants: before, progress: progress))
+        }
+        let old = LayoutPreview.renderRGB(configuration: grid, canvas: canvas, participants: before)
+        let new = LayoutPreview.renderRGB(configuration: pip, canvas: canvas, participants: after)
+        #expect(frame(0) == old)
+        #expect(frame(1) == new)
+        #expect(frame(0.5) != old && frame(0.5) != new)
+    }
+}

@@ -19,24 +19,47 @@ public enum LayoutPreview {
     /// The preview label of the participant at `index` (0-based) in the input.
     public static func label(index: Int) -> String { "P\(index + 1)" }
 
+    /// A frame between two layouts: from `from` (with its own sample participants) to the
+    /// configuration rendered, `progress` (0...1) of the way, as the compositor glides.
+    public struct Transition: Sendable {
+        public var from: LayoutConfiguration
+        public var fromParticipants: [LayoutParticipant]
+        public var progress: Double
+
+        public init(from: LayoutConfiguration, fromParticipants: [LayoutParticipant], progress: Double) {
+            self.from = from
+            self.fromParticipants = fromParticipants
+            self.progress = progress
+        }
+
+        /// The frame's tiles, in draw order, with their opacity.
+        public func tiles(to configuration: LayoutConfiguration, participants: [LayoutParticipant], canvas: PixelSize) -> [TransitionTile] {
+            let transition = LayoutTransition(from: from.makeEngine().tiles(canvas: canvas, participants: fromParticipants),
+                                              to: configuration.makeEngine().tiles(canvas: canvas, participants: participants),
+                                              start: 0, duration: 1_000_000)
+            return transition.tiles(at: Int64((min(1, max(0, progress.isNaN ? 0 : progress)) * 1_000_000).rounded()))
+        }
+    }
+
     public static func renderPNG(configuration: LayoutConfiguration, canvas: PixelSize,
-                                 participants: [LayoutParticipant]) -> [UInt8] {
+                                 participants: [LayoutParticipant], transition: Transition? = nil) -> [UInt8] {
         let width = max(evenFloor(canvas.width), 2), height = max(evenFloor(canvas.height), 2)
         let rgb = renderRGB(configuration: configuration, canvas: PixelSize(width: width, height: height),
-                            participants: participants)
+                            participants: participants, transition: transition)
         return PNGEncoder.encodeRGB(width: width, height: height, rgb: rgb)
     }
 
     /// The preview as `width * height * 3` RGB bytes (canvas rounded down to even).
     public static func renderRGB(configuration: LayoutConfiguration, canvas: PixelSize,
-                                 participants: [LayoutParticipant]) -> [UInt8] {
+                                 participants: [LayoutParticipant], transition: Transition? = nil) -> [UInt8] {
         let width = max(evenFloor(canvas.width), 2), height = max(evenFloor(canvas.height), 2)
         let chromaCount = (width / 2) * (height / 2)
         var y = [UInt8](repeating: backgroundColor.y, count: width * height)
         var u = [UInt8](repeating: backgroundColor.u, count: chromaCount)
         var v = [UInt8](repeating: backgroundColor.v, count: chromaCount)
-        let tiles = configuration.makeEngine().tiles(canvas: PixelSize(width: width, height: height),
-                                                     participants: participants)
+        let tiles = transition?.tiles(to: configuration, participants: participants, canvas: PixelSize(width: width, height: height))
+            ?? configuration.makeEngine().tiles(canvas: PixelSize(width: width, height: height), participants: participants)
+                .map { TransitionTile(tile: $0, opacity: 1) }
         var indexById: [String: Int] = [:]
         for (index, participant) in participants.enumerated() where indexById[participant.participantId] == nil {
             indexById[participant.participantId] = index
@@ -47,9 +70,11 @@ public enum LayoutPreview {
                     let frame = PlanarYUV420(yPlane: yBuffer.baseAddress!, uPlane: uBuffer.baseAddress!,
                                              vPlane: vBuffer.baseAddress!, yStride: width, uStride: width / 2,
                                              vStride: width / 2, width: width, height: height)
-                    for tile in tiles {
-                        let index = indexById[tile.participantId] ?? 0
-                        draw(tile, participant: participants[index], index: index, into: frame)
+                    for item in tiles where item.opacity > 0 {
+                        let index = indexById[item.tile.participantId] ?? 0
+                        guard index < participants.count else { continue }
+                        draw(item.tile, participant: participants[index], index: index, into: frame)
+                        if item.opacity < 1 { fade(item.tile.rect, opacity: item.opacity, in: frame) }
                     }
                 }
             }
@@ -85,6 +110,23 @@ public enum LayoutPreview {
                            origin: (x: tile.rect.x + evenFloor((tile.rect.width - size.width) / 2),
                                     y: tile.rect.y + evenFloor((tile.rect.height - size.height) / 2)),
                            scale: scale, color: textColor, clip: tile.rect)
+    }
+
+    /// Fades a rectangle toward the black background, as the compositor does (opacity 0...1).
+    static func fade(_ rect: Rect, opacity: Double, in frame: PlanarYUV420) {
+        let keep = Int((min(1, max(0, opacity)) * 256).rounded())
+        let x0 = max(0, rect.x), y0 = max(0, rect.y), x1 = min(frame.width, rect.maxX), y1 = min(frame.height, rect.maxY)
+        guard x0 < x1, y0 < y1 else { return }
+        func blend(_ value: UInt8, _ base: Int) -> UInt8 { UInt8(clamping: base + ((Int(value) - base) * keep) >> 8) }
+        for row in y0..<y1 {
+            for column in x0..<x1 { frame.yPlane[row * frame.yStride + column] = blend(frame.yPlane[row * frame.yStride + column], 16) }
+        }
+        for row in (y0 / 2)..<(y1 / 2) {
+            for column in (x0 / 2)..<(x1 / 2) {
+                frame.uPlane[row * frame.uStride + column] = blend(frame.uPlane[row * frame.uStride + column], 128)
+                frame.vPlane[row * frame.vStride + column] = blend(frame.vPlane[row * frame.vStride + column], 128)
+            }
+        }
     }
 
     /// BT.601 limited range to RGB (the inverse of `YUVColor(red:green:blue:)`).
