@@ -8,7 +8,7 @@ import XCTest
 final class DirectionDaemonTests: XCTestCase {
     func run(_ test: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let output = try DaemonProcessTests.runDaemonScript(
-            "direction_tests.py", test, tools: ["aws", "ffmpeg", "ffprobe", "python3", "nginx"], file: file, line: line)
+            "direction_tests.py", test, tools: ["aws", "ffmpeg", "ffprobe", "python3", "nginx", "chromium"], file: file, line: line)
         // The measured offsets go to the suite's output (the note quotes them).
         for line in output.split(separator: "\n") where line.hasPrefix("directed:") { print("\(test): \(line)") }
     }

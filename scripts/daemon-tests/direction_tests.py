@@ -416,6 +416,71 @@ def test_directed_show(d):
     check(muted_db < -26, f"muted red still sounds: {muted_db:.1f} dB of its level")
 
 
+def test_chromium_exchanges_its_token(d):
+    """Headless Chromium publishing over WHIP with a key-pair token exchanges it from the page
+    (PATCH on its session resource, across origins: the preflight and the answer carry CORS):
+    204, TOKEN_EXCHANGED with both tokens, the new attributes on GetParticipant; a composition
+    featuring by that attribute puts Chromium's blue picture in the featured slot."""
+    from whip_tests import chromium_fixture, stop_browser
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    stage = d.cli("create-stage", "--name", "chromium-exchange")["stage"]
+    stage_arn, whip_url = stage["arn"], stage["endpoints"]["whip"]
+    keys = KeyPair(d)
+    red = create_ingest(d, stage_arn, "red", secure=False)
+    publisher = Publisher(publish_url(stage, red, False), "red", 440, d.workdir, "red", size="320x180")
+    browser = None
+    try:
+        wait_published(d, stage_arn, red["participantId"])
+        composition = d.cli("start-composition", "--stage-arn", stage_arn, "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]),
+            "--layout", json.dumps({"grid": {"gridGap": 0}}))["composition"]
+        check(wait_state(d, composition["arn"], {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        files = chromium_fixture(d, color="0,0,255", tone_hz=880, flash_every=0, width=320, height=180)
+        participant = "chromiumBlue1"
+        exchange = os.path.join(d.workdir, "chromium-exchange.jwt")
+        with open(exchange, "w") as f:
+            f.write(keys.token(stage_arn, whip_url, participant, {"featured": "true"}))
+        log = open(os.path.join(d.workdir, "chromium.log"), "w")
+        browser = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                                 "whip-clients", "whip_chromium.py"),
+                                    "--url", whip_url, "--token", keys.token(stage_arn, whip_url, participant, {}),
+                                    "--video", files["video"], "--audio", files["audio"], "--duration", "12",
+                                    "--exchange-token", exchange, "--exchange-after", "3"],
+                                   stdout=subprocess.PIPE, stderr=log, text=True)
+        wait_published(d, stage_arn, participant, timeout=60)
+        session = session_id(d, stage_arn)
+        featured = os.path.join(d.workdir, "featured.json")
+        with open(featured, "w") as f:
+            json.dump({"grid": {"gridGap": 0, "featuredParticipantAttribute": "featured"}}, f)
+        update_composition(d, composition["arn"], featured)
+        # The exchange comes 3 s after Chromium connects; the composition stops while it
+        # still publishes (12 s), so the recording ends on it featured.
+        time.sleep(7)
+        d.cli("stop-composition", "--arn", composition["arn"])
+        out, _ = browser.communicate(timeout=120)
+        result = json.loads(out.strip().splitlines()[-1])
+        check(result.get("status") == 201 and result.get("exchange_status") == 204, f"chromium's token exchange: {result}")
+        events = d.cli("list-participant-events", "--stage-arn", stage_arn, "--session-id", session,
+                       "--participant-id", participant)["events"]
+        exchanged = [e for e in events if e["name"] == "TOKEN_EXCHANGED"]
+        check(len(exchanged) == 1 and exchanged[0]["previousToken"]["attributes"] == {}
+              and exchanged[0]["newToken"]["attributes"] == {"featured": "true"}, f"TOKEN_EXCHANGED: {events}")
+        got = d.cli("get-participant", "--stage-arn", stage_arn, "--session-id", session, "--participant-id", participant)
+        check(got["participant"]["attributes"] == {"featured": "true"}, f"GetParticipant: {got}")
+        check(wait_state(d, composition["arn"], {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
+    finally:
+        publisher.kill()
+        if browser:
+            stop_browser(browser)
+    # Once exchanged, Chromium's blue picture is the featured (largest) tile: the grid's
+    # featured slot is on the left two thirds of the canvas.
+    video = media_check.Video(recording_playlist(d, composition), WIDTH, HEIGHT, fps=10)
+    names = [video.name(t, WIDTH // 3, HEIGHT // 2) for t in [video.duration - 1.0, video.duration - 0.5]]
+    check(names == ["blue", "blue"], f"the featured slot shows {names} at the end")
+    check(d.stop() == 0, "exit status")
+
+
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 

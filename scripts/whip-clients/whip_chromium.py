@@ -123,6 +123,8 @@ def main():
     p.add_argument("--post-via", choices=("direct", "proxy"), default="direct",
                    help="direct: the page fetch()es the WHIP URL (needs CORS); proxy: the helper server does")
     p.add_argument("--expect-status", type=int, help="exit 0 if the POST returns this status")
+    p.add_argument("--exchange-token", metavar="FILE", help="a new participant token to exchange for --token while publishing")
+    p.add_argument("--exchange-after", type=float, default=2.0, help="seconds after connecting to exchange it")
     p.add_argument("--chromium", default="", help="chromium binary (default: chromium on PATH)")
     p.add_argument("--extra-flag", action="append", default=[], help="extra chromium flag (repeatable)")
     p.add_argument("--timeout", type=float, help="hard limit (default duration + 60 s)")
@@ -153,6 +155,8 @@ def main():
          **({"pause": args.pause_layer} if args.pause_layer else {}),
          **({"measure": "flash"} if args.measure_flash else {}),
          **({"captime": "1"} if args.capture_time else {}),
+         **({"exchange": open(args.exchange_token).read().strip(), "exchange_after": args.exchange_after}
+            if args.exchange_token else {}),
          **({"capture": args.capture_size} if args.capture_size else {}),
          **({"barcode": args.barcode_epoch_ms, "size": args.size} if args.barcode_epoch_ms is not None else {})})
     profile = tempfile.mkdtemp(prefix="whip-chromium-")
@@ -230,6 +234,7 @@ def main():
            "connection_state": info.get("connection_state"), "selected_pair": info.get("selected_pair"),
            "video_codecs_available": info.get("video_codecs_available"), "codec_forced": info.get("codec_forced"),
            "outbound": info.get("outbound"), "delete_status": info.get("delete_status"),
+           **({k: info[k] for k in ("exchange_status", "exchange_body", "exchange_error") if k in info}),
            "offer_candidates": info.get("offer_candidates"), "capture_time_offered": info.get("capture_time_offered"),
            **({"source": info.get("source")} if "source" in info else {}), "wall_s": round(time.monotonic() - started, 2)}
     if not final.get("ok"):
