@@ -169,7 +169,7 @@ public final class CompositionSession {
         if let log = settings.directionLog {
             log.startedAtMs = wallClockOrigin
             if let layout = settings.layoutConfiguration {
-                log.record(CompositionDirection(layout: layout, audio: settings.audioSettings), atMicroseconds: 0)
+                log.start(CompositionDirection(layout: layout, audio: settings.audioSettings))
             }
         }
         let scheduled = source.scheduledDirections

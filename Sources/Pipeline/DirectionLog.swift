@@ -16,14 +16,24 @@ public final class DirectionLog {
     public private(set) var dropped = 0
     /// The attributes each participant was last seen with.
     private var attributes: [String: [String: String]] = [:]
+    /// Whether anything was directed (a change, or attributes that changed): only then is there
+    /// a file, so an undirected recording's events/ are exactly IVS's.
+    public private(set) var directed = false
     public static let limit = StageDirection.maximumCount
 
     public init(stageArn: String) {
         self.stageArn = stageArn
     }
 
+    /// What the composition starts with (not a change: alone, it writes no file).
+    public func start(_ initial: CompositionDirection) {
+        append(StageDirection(atMs: 0, layout: initial.layout, transitionMs: initial.layout == nil ? nil : initial.transitionMs,
+                              audio: initial.audio.isEmpty ? nil : initial.audio))
+    }
+
     /// A change applied from composition time `atMicroseconds` on.
     public func record(_ change: CompositionDirection, atMicroseconds: Int64) {
+        directed = true
         append(StageDirection(atMs: atMicroseconds / 1000, layout: change.layout, transitionMs: change.layout == nil ? nil : change.transitionMs,
                               audio: change.audio.isEmpty ? nil : change.audio))
     }
@@ -34,6 +44,7 @@ public final class DirectionLog {
         var changed: [String: [String: String]]?
         for state in participants where attributes[state.participantId] != state.attributes {
             let first = attributes[state.participantId] == nil
+            if !first { directed = true }
             attributes[state.participantId] = state.attributes
             if first && state.attributes.isEmpty { continue }
             changed = changed ?? [:]
@@ -54,7 +65,7 @@ public final class DirectionLog {
 
     /// `events/directions.json`; nil when nothing was directed.
     public func json() -> Data? {
-        guard !directions.isEmpty else { return nil }
+        guard directed, !directions.isEmpty else { return nil }
         let record = DirectionsRecord(stageArn: stageArn, startedAtMs: startedAtMs, directions: directions)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]

@@ -127,7 +127,8 @@ public final class VideoCompositor {
             let newTiles = layout.tiles(canvas: canvasSize, participants: layoutInput)
             let length = pendingRelayout ?? stageChangeTransition
             pendingRelayout = nil
-            if length > 0, newTiles != tiles {
+            // The first picture is a cut: nothing was on screen to glide from.
+            if length > 0, newTiles != tiles, lastLayoutTime != nil {
                 // From what is on screen now (mid-way through a transition: where its tiles are).
                 let onScreen = transition.map { $0.tiles(at: stageTime).filter { $0.opacity > 0 }.map(\.tile) } ?? tiles
                 let start = min(stageTime, lastLayoutTime ?? stageTime)

@@ -58,7 +58,7 @@ final class DirectedStage {
     /// Writes a stage directory: `count` participants publishing for `seconds`; `audio` gives
     /// a participant's sound as an ffmpeg filter after its tone (e.g. a volume gate).
     static func makeStage(count: Int, seconds: Int, audio: (Int) -> String? = { _ in nil },
-                          directions: [[String: Any]]? = nil) throws -> URL {
+                          directions: [[String: Any]]? = nil, publishAtMs: (Int) -> Int = { _ in 0 }) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("directed-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var participants: [[String: Any]] = []
@@ -74,7 +74,8 @@ final class DirectedStage {
             // The last of three is the PiP window in a PiP layout.
             let attributes: [String: String] = index == 2 ? ["pip": "true"] : [:]
             participants.append(["participantId": "p\(index)", "userId": "u\(index)", "attributes": attributes,
-                                 "media": "p\(index).mp4", "mediaOffsetMs": 0, "timeline": [["atMs": 0, "event": "publish"]]])
+                                 "media": "p\(index).mp4", "mediaOffsetMs": publishAtMs(index),
+                                 "timeline": [["atMs": publishAtMs(index), "event": "publish"]]])
         }
         var manifest: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Directed",
                                        "durationMs": seconds * 1000, "participants": participants]
@@ -232,17 +233,42 @@ func onThreadChecking(_ body: @escaping @Sendable (Problems) throws -> Void) asy
         }
     }
 
+    @Test("with the layout's transitionMs a join glides (tiles move, the newcomer fades in); without it, a cut")
+    func joinsGlideWithTheLayoutsTransition() async throws {
+        try await onThreadChecking { expect in
+            // p2 joins at 0.5 s.
+            let stage = try DirectedStage.makeStage(count: 3, seconds: 2, publishAtMs: { $0 == 2 ? 500 : 0 })
+            defer { try? FileManager.default.removeItem(at: stage) }
+            var gliding = LayoutConfiguration(grid: GridConfiguration(gridGap: 0))
+            gliding.transitionMs = 300
+            let glide = try DirectedStage(stage: stage, layout: gliding)
+            let cut = try DirectedStage(stage: stage, layout: Self.grid)
+            var glidingTicks: [Int64] = []
+            for tick in Int64(0)..<12 {
+                try glide.render(tick: tick)
+                try cut.render(tick: tick)
+                if glide.renderer.compositor.transition != nil { glidingTicks.append(tick) }
+                expect.check(cut.renderer.compositor.transition == nil, "tick \(tick): a cut has no transition")
+                expect.check(glide.renderer.compositor.tiles == cut.renderer.compositor.tiles, "tick \(tick): the tiles aimed at differ")
+                if tick >= 8 { expect.check(glide.luma == cut.luma, "tick \(tick): the glide did not land on the cut's picture") }
+            }
+            // The join shows on the tick nearest it (0.5 s, frame lead half a frame): 5, then 6 and 7 glide.
+            expect.check(glidingTicks.count == 2 && glidingTicks.allSatisfy { (4...7).contains($0) }, "gliding at ticks \(glidingTicks)")
+        }
+    }
+
     @Test("the direction log keeps the start, each change at its time and attribute changes as seen, bounded")
     func directionLog() throws {
         let log = DirectionLog(stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/Directed")
         log.startedAtMs = 1_800_000_000_000
-        log.record(CompositionDirection(layout: Self.grid), atMicroseconds: 0)
+        log.start(CompositionDirection(layout: Self.grid))
         func state(_ id: String, _ attributes: [String: String]) -> StageParticipantState {
             StageParticipantState(participantId: id, userId: id, attributes: attributes, isPublished: true, isVideoStopped: false,
                                   isAudioMuted: false, arrivalIndex: 0)
         }
         log.observe([state("a", [:]), state("b", ["k": "v"])], atMicroseconds: 33_333)
         log.observe([state("a", [:]), state("b", ["k": "v"])], atMicroseconds: 66_666)
+        #expect(log.json() == nil, "the start and first attributes alone are no direction: no file")
         log.observe([state("a", ["featured": "true"]), state("b", ["k": "v"])], atMicroseconds: 99_999)
         log.record(CompositionDirection(layout: Self.pip, transitionMs: 300, audio: ["a": ParticipantAudio(gain: 0.5)]), atMicroseconds: 133_332)
         let record = try JSONDecoder().decode(DirectionsRecord.self, from: try #require(log.json()))

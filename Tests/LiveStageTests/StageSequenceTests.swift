@@ -72,9 +72,11 @@ enum StageSequenceGenerator {
             let at = Int64.random(in: 0...(duration - 1_000) / 10, using: &random) * 10
             let p = Int.random(in: 0..<participants, using: &random)
             if timing.supportsDirection, Int.random(in: 0..<100, using: &random) < 15 {
-                // A producer directs: a new layout, or new attributes for a participant.
+                // A producer directs: a new layout, or new attributes for a participant. A
+                // recorded stage's directions fall on frames (100 ms), where a frame's lead
+                // (participants seen half a frame ahead, directions at their frame) agrees.
                 let step: StageStep = Bool.random(using: &random) ? .relayout(layout(&random)) : .setTraits(p, traits(&random))
-                steps.append(TimedStageStep(atMs: at, step: step))
+                steps.append(TimedStageStep(atMs: timing.frameLeadMs > 0 ? at / 100 * 100 : at, step: step))
                 continue
             }
             let roll = Int.random(in: 0..<100, using: &random)
@@ -89,7 +91,8 @@ enum StageSequenceGenerator {
             }
             steps.append(TimedStageStep(atMs: at, step: step))
         }
-        steps.sort { $0.atMs < $1.atMs }
+        // Stable: steps at the same instant keep the order they were made in.
+        steps = steps.enumerated().sorted { ($0.element.atMs, $0.offset) < ($1.element.atMs, $1.offset) }.map(\.element)
         return StageSequence(layout: layout(&random), durationMs: duration, steps: steps)
     }
 }
@@ -297,7 +300,8 @@ struct LiveStageSequenceRunner {
 /// participant, composed through RecordedStageSource.
 struct RecordedStageSequenceRunner {
     static let timing = StageModelTiming(pictureDelayMs: 0, cameraOffAfterMs: 0, settleMs: 60, supportsMute: true, supportsKill: false,
-                                         supportsResize: false, supportsNewTraits: false, frameLeadMs: TickObserver.frameLeadMs)
+                                         supportsResize: false, supportsNewTraits: false, supportsDirection: true,
+                                         frameLeadMs: TickObserver.frameLeadMs)
     static let maxDurationMs: Int64 = 12_000
     let mediaDirectory: URL
     let output: TickObserver.RenderTarget
@@ -332,7 +336,13 @@ struct RecordedStageSequenceRunner {
             let source = try RecordedStageSource(stage: recorded, logger: logger)
             let observer = try TickObserver(source: source, layout: sequence.layout, output: output, logger: logger)
             var tick: Int64 = 0
+            var next = 0
             while tick * 100 <= sequence.durationMs {
+                // The manifest's directions, from the first frame at or after each (as the session applies them).
+                while next < source.scheduledDirections.count, source.scheduledDirections[next].atMicroseconds <= tick * 100_000 {
+                    observer.renderer.direct(source.scheduledDirections[next].change)
+                    next += 1
+                }
                 if let violation = model.violation(observed: try observer.view(tick: tick), atMs: tick * 100) { return violation }
                 tick += 1
             }
@@ -345,9 +355,17 @@ struct RecordedStageSequenceRunner {
     private func manifest(_ sequence: StageSequence, applied: [TimedStageStep], stage: URL) throws -> Data {
         var timelines: [Int: [[String: Any]]] = [:]
         var traits: [Int: ParticipantTraits] = [:]
+        var directions: [[String: Any]] = []
         for step in applied {
             let event: String
             switch step.step {
+            case .relayout(let layout):
+                let json = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(layout.configuration))
+                directions.append(["atMs": step.atMs, "layout": json])
+                continue
+            case .setTraits(let p, let t):
+                directions.append(["atMs": step.atMs, "attributes": [StageModel.id(p): t.attributes]])
+                continue
             case .join(let p, let t):
                 event = "publish"
                 traits[p] = t
@@ -356,13 +374,13 @@ struct RecordedStageSequenceRunner {
             case .startVideo: event = "videoStarted"
             case .mute: event = "audioMuted"
             case .unmute: event = "audioUnmuted"
-            case .resize, .relayout, .setTraits: continue
+            case .resize: continue
             }
             timelines[step.step.participant, default: []].append(["atMs": step.atMs, "event": event])
         }
         // Listed in order of first publish: the manifest's order breaks ties of arrival.
         var listed: [Int] = []
-        for step in applied where !listed.contains(step.step.participant) { listed.append(step.step.participant) }
+        for step in applied where step.step.participant >= 0 && !listed.contains(step.step.participant) { listed.append(step.step.participant) }
         let participants: [[String: Any]] = try listed.map { index in
             // Media must lie inside the stage directory: a hard link costs nothing.
             try FileManager.default.linkItem(at: mediaDirectory.appendingPathComponent("p\(index).mp4"),
@@ -372,7 +390,7 @@ struct RecordedStageSequenceRunner {
                     "media": "p\(index).mp4", "mediaOffsetMs": timelines[index]?.first?["atMs"] ?? 0, "timeline": timelines[index] ?? []]
         }
         let object: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Recorded",
-                                     "durationMs": sequence.durationMs, "participants": participants]
+                                     "durationMs": sequence.durationMs, "participants": participants, "directions": directions]
         return try JSONSerialization.data(withJSONObject: object)
     }
 }

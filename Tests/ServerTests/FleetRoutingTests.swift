@@ -17,6 +17,7 @@ import MediaCore
 import Persistence
 import Prometheus
 @testable import Server
+import Layout
 import Synchronization
 import Testing
 
@@ -113,6 +114,29 @@ final class ScriptedOwnership: StageOwnership {
         #expect(h.ownership.released.withLock { $0.map(\.stageArn) } == [Self.localStage])
         // 1280×720 at 30 fps (the default encoder) with no publisher: 800 + 100.
         #expect(h.ownership.released.withLock { $0.first?.millicores } == 900)
+    }
+
+    @Test("UpdateComposition and UpdateParticipant of another node's stage go to it as they came; forwarded, they run here")
+    func directionForwarded() async throws {
+        let h = try await Self.harness()
+        let arn = "arn:aws:ivs:us-east-1:123456789012:composition/OtherNode002"
+        try await h.store.putComposition(StoredComposition(composition: Composition(
+            arn: arn, stageArn: Self.remoteStage, state: .active, layout: .defaultGrid, destinations: [])))
+        let update = try Self.body(UpdateCompositionRequest(arn: arn, layout: LayoutConfiguration(pip: PipConfiguration()), transitionMs: 300))
+        let answer = try await h.plane.handle(.init(operation: .updateComposition), query: "", body: update)
+        #expect(String(decoding: answer, as: UTF8.self) == #"{"forwardedTo":"node-b"}"#)
+        let attributes = try Self.body(UpdateParticipantRequest(stageArn: Self.remoteStage, participantId: "p1", attributes: ["featured": "true"]))
+        _ = try await h.plane.handle(.init(operation: .updateParticipant), query: "", body: attributes)
+        #expect(h.ownership.forwarded.withLock { $0.map(\.operation) } == ["UpdateComposition", "UpdateParticipant"])
+        #expect(h.ownership.forwarded.withLock { $0.map(\.body) } == [update, attributes])
+        // Arriving forwarded, they run here: neither the composition nor the participant is this node's.
+        await #expect(throws: APIError.self) {
+            try await h.plane.handle(.init(operation: .updateComposition), query: "", body: update, forwarded: true)
+        }
+        await #expect(throws: APIError.self) {
+            try await h.plane.handle(.init(operation: .updateParticipant), query: "", body: attributes, forwarded: true)
+        }
+        #expect(h.ownership.forwarded.withLock { $0.count } == 2)
     }
 
     @Test("StopComposition and DisconnectParticipant of another node's stage are forwarded; a forwarded call is not")
