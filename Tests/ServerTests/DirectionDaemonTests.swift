@@ -15,4 +15,5 @@ final class DirectionDaemonTests: XCTestCase {
 
     func testADirectedShowIsSeenOnTheNextFrames() throws { try run("directed_show") }
     func testChromiumExchangesItsWHIPTokenFromThePage() throws { try run("chromium_exchanges_its_token") }
+    func testTheActiveSpeakerIsFeaturedTurnByTurn() throws { try run("active_speaker_follows_turns") }
 }

@@ -481,6 +481,82 @@ def test_chromium_exchanges_its_token(d):
     check(d.stop() == 0, "exit status")
 
 
+def test_active_speaker_follows_turns(d):
+    """Three ffmpeg publishers take turns speaking (tone bursts of 3–3.5 s) with 200 ms blips
+    from the others (louder than the speaker) between; the layout features the active speaker
+    (hold 1500 ms, shortest speech 300 ms). In the recording, the featured slot shows each turn's
+    speaker from hold + 100 ms after the turn began (plus the publishers' start-up slop) to its
+    end, and never a blip's owner."""
+    d.start()
+    enc, sto = setup_encoder_and_storage(d)
+    stage = d.cli("create-stage", "--name", "speakers")["stage"]
+    stage_arn = stage["arn"]
+    # Seconds from the show's start: (colour, from, to); blips (colour, at).
+    turns = [("red", 0.0, 3.0), ("green", 3.0, 6.5), ("blue", 6.5, 9.5), ("red", 9.5, 12.5)]
+    blips = [("blue", 1.8), ("red", 5.0), ("green", 8.0)]
+    tones = {"red": 440, "green": 660, "blue": 880}
+    show = time.time() + 8.0  # the publishers start first; the show's clock is the wall clock
+    publishers = []
+    try:
+        for colour in ("red", "green", "blue"):
+            config = create_ingest(d, stage_arn, colour, secure=False)
+            offset = show - time.time()  # this ffmpeg's t at the show's start (its -re clock starts now)
+            spoken = "+".join(f"between(t,{offset + a:.3f},{offset + b:.3f})" for c, a, b in turns if c == colour)
+            blipped = "+".join(f"between(t,{offset + at:.3f},{offset + at + 0.2:.3f})" for c, at in blips if c == colour)
+            gate = f"if({blipped},1.6,if({spoken},1,0))" if blipped else f"if({spoken},1,0)"
+            audio = f"sine=frequency={tones[colour]}:sample_rate=48000,volume='{gate}':eval=frame"
+            publishers.append(Publisher(publish_url(stage, config, False), colour, tones[colour], d.workdir, colour,
+                                        size="320x180", audio_source=audio))
+            wait_published(d, stage_arn, config["participantId"])
+        layout = {"grid": {"gridGap": 0, "featured": "ACTIVE_SPEAKER", "activeSpeakerHoldMs": 1500, "activeSpeakerMinSpeechMs": 300}}
+        # The AWS CLI checks StartComposition's fields against the model, so the extension
+        # field goes in by UpdateComposition once the composition runs.
+        composition = d.cli("start-composition", "--stage-arn", stage_arn, "--destinations", json.dumps(
+            [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]),
+            "--layout", json.dumps({"grid": {"gridGap": 0}}))["composition"]
+        check(wait_state(d, composition["arn"], {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+        status, answer = extension_call(d, "UpdateComposition", {"arn": composition["arn"], "layout": layout})
+        check(status == 200, f"UpdateComposition: {status} {answer}")
+        check(time.time() < show - 0.5, "the composition follows speakers before the show starts")
+        time.sleep(max(0.0, show + 13.0 - time.time()))
+        metrics = urllib.request.urlopen(f"{d.endpoint}/metrics", timeout=10).read().decode()
+        switches = float(re.search(r"^stage_compositor_active_speaker_switches_total (\S+)$", metrics, re.M).group(1))
+        d.cli("stop-composition", "--arn", composition["arn"])
+        check(wait_state(d, composition["arn"], {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition stopped")
+    finally:
+        for p in publishers:
+            p.kill()
+    playlist = recording_playlist(d, composition)
+    origin = program_date_time(playlist)
+    video = media_check.Video(playlist, WIDTH, HEIGHT, fps=10)
+    # The featured slot: the grid's large tile (the first of three featured), its centre.
+    featured_file = layout_file(d.workdir, "featured", {"grid": {"gridGap": 0, "featuredParticipantAttribute": "featured"}})
+    placed = tiles(d.binary, featured_file, featured=1)
+    x, y, w, h = max((rect for _, rect in placed), key=lambda r: r[2] * r[3])
+    cx, cy = x + w // 2, y + h // 2
+    start = show - origin  # the show's start on the composition clock
+    # The publishers' media reaches the composition after ffmpeg's start-up and the 200 ms
+    # jitter allowance: allowed on top of the hold.
+    slop = 0.6
+    problems = []
+    for colour, a, b in turns:
+        t = start + a + 1.5 + 0.1 + slop
+        while t < start + b - 0.1:
+            if video.name(t, cx, cy) != colour:
+                problems.append(f"{t - start:.1f} s: {video.name(t, cx, cy)} featured during {colour}'s turn")
+            t += 0.1
+    for colour, at in blips:
+        t = start + at
+        while t < start + at + 0.2 + slop + 0.5:
+            if video.name(t, cx, cy) == colour:
+                problems.append(f"{t - start:.1f} s: {colour} featured on its 200 ms blip")
+            t += 0.1
+    print(f"directed: active speaker: {int(switches)} switches, {len(problems)} problems")
+    check(not problems, "active speaker: " + "; ".join(problems[:12]))
+    check(switches >= len(turns), f"every turn was a switch (metrics say {switches})")
+    check(d.stop() == 0, "exit status")
+
+
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 
