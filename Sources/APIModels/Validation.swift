@@ -241,10 +241,7 @@ extension StartCompositionRequest {
         try Rule.count(Array(audio.keys), ModelLimits.audioSettings, at: "audio")
         for id in audio.keys.sorted() {
             try Rule.participantId(id, at: "audio.\(Rule.quoted(id))")
-            guard let gain = audio[id]?.gain else { continue }
-            guard gain.isFinite, ParticipantAudio.gainRange.contains(gain) else {
-                throw Rule.fail("audio.\(id).gain", "must be between 0 and 2 (got \(gain))")
-            }
+            if let problem = audio[id]?.gainProblem { throw Rule.fail("audio.\(id).gain", problem) }
         }
     }
 }
@@ -468,7 +465,7 @@ extension ModelLimits {
     public static let userIdLength = 0...128
     public static let reasonLength = 0...128
     /// The documented 1 KB budget of participant attributes (keys and values, UTF-8).
-    public static let attributesBytes = 1024
+    public static let attributesBytes = ParticipantAttributes.maximumBytes
     public static let participantIdLength = 0...64
     public static let participantTokenCapabilities = 0...2
     /// Service quota "PublicKeys": 3 per region, not adjustable.
@@ -484,7 +481,7 @@ extension Rule {
 
     static func attributes(_ value: [String: String]?, at path: String = "attributes") throws(APIError) {
         guard let value else { return }
-        let bytes = value.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        let bytes = ParticipantAttributes.byteCount(value)
         guard bytes <= ModelLimits.attributesBytes else {
             throw fail(path, "keys and values may total at most \(ModelLimits.attributesBytes) bytes (got \(bytes))")
         }

@@ -41,6 +41,16 @@ public enum AttributeKey {
     }
 }
 
+/// Participant attributes (IVS's ParticipantTokenAttributes): keys and values together at
+/// most 1 KB of UTF-8 — a token's, UpdateParticipant's, a manifest direction's.
+public enum ParticipantAttributes {
+    public static let maximumBytes = 1024
+
+    public static func byteCount(_ attributes: [String: String]) -> Int {
+        attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+    }
+}
+
 // The one place layouts are validated: StartComposition (through APIModels), `compose
 // --layout` and the layout presets all get these checks and this wording.
 

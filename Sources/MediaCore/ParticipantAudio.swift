@@ -15,6 +15,12 @@ public struct ParticipantAudio: Codable, Hashable, Sendable {
         self.muted = muted
     }
 
+    /// Why `gain` is out of range (not a number, or outside 0...2), or nil.
+    public var gainProblem: String? {
+        guard let gain, !(gain.isFinite && Self.gainRange.contains(gain)) else { return nil }
+        return "must be between 0 and 2 (got \(gain))"
+    }
+
     /// The factor the mixer applies (0 when muted).
     public var effectiveGain: Float {
         muted == true ? 0 : Float(min(Self.gainRange.upperBound, max(Self.gainRange.lowerBound, gain ?? 1)))

@@ -112,15 +112,11 @@ enum StageManifestValidator {
                 throw StageError(file: file, field: prefix, message: error.description)
             }
             for (id, audio) in direction.audio ?? [:] {
-                if let gain = audio.gain, !(gain.isFinite && ParticipantAudio.gainRange.contains(gain)) {
-                    throw StageError(file: file, field: "\(prefix).audio.\(id).gain", message: "must be between 0 and 2 (got \(gain))")
-                }
+                if let problem = audio.gainProblem { throw StageError(file: file, field: "\(prefix).audio.\(id).gain", message: problem) }
             }
-            for (id, attributes) in direction.attributes ?? [:] {
-                let bytes = attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-                if bytes > 1024 {
-                    throw StageError(file: file, field: "\(prefix).attributes.\(id)", message: "keys and values may total at most 1024 bytes (got \(bytes))")
-                }
+            for (id, attributes) in direction.attributes ?? [:] where ParticipantAttributes.byteCount(attributes) > ParticipantAttributes.maximumBytes {
+                throw StageError(file: file, field: "\(prefix).attributes.\(id)", message: "keys and values may total at most "
+                                 + "\(ParticipantAttributes.maximumBytes) bytes (got \(ParticipantAttributes.byteCount(attributes)))")
             }
         }
     }

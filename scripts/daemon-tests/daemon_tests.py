@@ -1017,6 +1017,30 @@ def run_from_command_line(tests, make, usage):
     return run_test(tests, name, lambda workdir: make(binary, workdir), usage)
 
 
+def keeping_ingest(daemon):
+    """A live daemon whose reconfigure(...) keeps its ingest settings unless given `extra`
+    (tests reconfigure with other options; the live ingest ports stay)."""
+    daemon.config_extra = {"ingest": daemon.config["ingest"]}
+    original = daemon.reconfigure
+
+    def reconfigure(**options):
+        extra = options.pop("extra", daemon.config_extra)
+        original(extra=extra, **options)
+        daemon.config_extra = extra
+    daemon.reconfigure = reconfigure
+    return daemon
+
+
+def script_main(tests, usage, make_daemon):
+    """A test script's main: `SCRIPT BINARY TEST_NAME` runs one test with a daemon from
+    `make_daemon(binary, name, workdir)`; exit status 0 when it passed."""
+    if len(sys.argv) != 3:
+        print(usage)
+        return 2
+    binary, name = sys.argv[1], sys.argv[2]
+    return run_test(tests, name, lambda workdir: make_daemon(binary, name, workdir), usage)
+
+
 def run_test(tests, name, make_daemon, usage):
     """Runs one test with a fresh daemon in a temporary folder; 0 when it passed. Shared by
     the daemon and live test scripts."""

@@ -30,7 +30,8 @@ from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import CHANNEL_ARN, ENV, REGION, Failure, NginxRTMP, check, recording_dir, run_test  # noqa: E402
+from daemon_tests import (CHANNEL_ARN, ENV, REGION, Failure, NginxRTMP, check, keeping_ingest, recording_dir,  # noqa: E402
+                          script_main)
 from live_tests import (Publisher, create_ingest, live_daemon, publish_url, recording_playlist,  # noqa: E402
                         session_id, setup_encoder_and_storage, wait_published, wait_state)
 from whip_clients import AiortcPublisher, free_udp_port  # noqa: E402
@@ -561,23 +562,8 @@ TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, name = sys.argv[1], sys.argv[2]
-
-    def make_daemon(workdir):
-        daemon = live_daemon(binary, workdir, ingest={"whip": {"port": free_udp_port()}})
-        daemon.config_extra = {"ingest": daemon.config["ingest"]}
-        original = daemon.reconfigure
-
-        def reconfigure(**options):
-            extra = options.pop("extra", daemon.config_extra)
-            original(extra=extra, **options)
-            daemon.config_extra = extra
-        daemon.reconfigure = reconfigure
-        return daemon
-    return run_test(TESTS, name, make_daemon, __doc__)
+    return script_main(TESTS, __doc__, lambda binary, name, workdir: keeping_ingest(
+        live_daemon(binary, workdir, ingest={"whip": {"port": free_udp_port()}})))
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import (CHANNEL_ARN, Daemon, Failure, NginxRTMP, check, final_playlist, free_port, recording_dir,  # noqa: E402
-                          run_test, wait_state)
+from daemon_tests import (CHANNEL_ARN, Daemon, Failure, NginxRTMP, check, final_playlist, free_port, keeping_ingest,  # noqa: E402
+                          recording_dir, script_main, wait_state)
 from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
 from whip_clients import AiortcPublisher, free_udp_port, whip_publisher, whip_result  # noqa: E402
 
@@ -1719,27 +1719,8 @@ TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, name = sys.argv[1], sys.argv[2]
-
-    def make_daemon(workdir):
-        ingest = None
-        if "whip" in name:
-                    ingest = {"whip": {"port": free_udp_port()}}
-        daemon = live_daemon(binary, workdir, ingest=ingest)
-        # Tests reconfigure with other options; the live ingest settings stay unless given.
-        daemon.config_extra = {"ingest": daemon.config["ingest"]}
-        original = daemon.reconfigure
-
-        def reconfigure(**options):
-            extra = options.pop("extra", daemon.config_extra)
-            original(extra=extra, **options)
-            daemon.config_extra = extra
-        daemon.reconfigure = reconfigure
-        return daemon
-    return run_test(TESTS, name, make_daemon, __doc__)
+    return script_main(TESTS, __doc__, lambda binary, name, workdir: keeping_ingest(
+        live_daemon(binary, workdir, ingest={"whip": {"port": free_udp_port()}} if "whip" in name else None)))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_tests import ENV, REGION, Failure, check, free_port, run_test, wait_state  # noqa: E402
+from daemon_tests import ENV, REGION, Failure, check, free_port, keeping_ingest, script_main, wait_state  # noqa: E402
 from live_tests import (Publisher, create_ingest, create_stage, live_daemon, publish_url,  # noqa: E402
                         setup_encoder_and_storage)
 
@@ -438,16 +438,7 @@ TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, name = sys.argv[1], sys.argv[2]
-
-    def make_daemon(workdir):
-        daemon = live_daemon(binary, workdir)
-        daemon.config_extra = {"ingest": daemon.config["ingest"]}
-        return daemon
-    return run_test(TESTS, name, make_daemon, __doc__)
+    return script_main(TESTS, __doc__, lambda binary, name, workdir: keeping_ingest(live_daemon(binary, workdir)))
 
 
 if __name__ == "__main__":

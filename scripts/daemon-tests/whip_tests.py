@@ -21,7 +21,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
-from daemon_tests import CHANNEL_ARN, Failure, NginxRTMP, check, run_test, wait_state  # noqa: E402
+from daemon_tests import CHANNEL_ARN, Failure, NginxRTMP, check, keeping_ingest, script_main, wait_state  # noqa: E402
 from live_tests import (SIZE, Publisher, check_phases, composition_events, create_ingest, create_stage,  # noqa: E402
                         live_daemon, participants, publish_url, recording_playlist, session_id, setup_encoder_and_storage,
                         recording_events_of, stage_updates, wait_participant, wait_published)
@@ -1112,23 +1112,7 @@ TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, name = sys.argv[1], sys.argv[2]
-
-    def make_daemon(workdir):
-        daemon = whip_daemon(binary, workdir)
-        daemon.config_extra = {"ingest": daemon.config["ingest"]}
-        original = daemon.reconfigure
-
-        def reconfigure(**options):
-            extra = options.pop("extra", daemon.config_extra)
-            original(extra=extra, **options)
-            daemon.config_extra = extra
-        daemon.reconfigure = reconfigure
-        return daemon
-    return run_test(TESTS, name, make_daemon, __doc__)
+    return script_main(TESTS, __doc__, lambda binary, name, workdir: keeping_ingest(whip_daemon(binary, workdir)))
 
 
 if __name__ == "__main__":

@@ -98,26 +98,50 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
     /// a guessed nor a leaked resource ID ends someone's session. Every refusal is the same
     /// 404, which tells nothing of other participants' sessions.
     private func end(_ request: Request, stageId: String, sessionId: String) async -> Response {
-        guard let token = Self.bearerToken(request) else {
-            return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <participant token>",
-                                       headers: [.wwwAuthenticate: "Bearer"])
-        }
-        let notFound = WHIPResponses.plain(.notFound, "no WHIP session \(WebRTCIngestServer.redacted(sessionId)) of this token's participant")
-        guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
-                                    resourceID: stageId)?.description else { return notFound }
-        let claims: ParticipantTokenClaims
-        do {
-            claims = try await tokens.verify(token, stageArn: stageArn, now: wallClock())
-        } catch {
-            guard error.kind == .expired, let genuine = error.genuineClaims, genuine.stageArn == stageArn else {
-                return WHIPResponses.plain(.unauthorized, "participant token: \(error.message)",
-                                           headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""])
-            }
-            claims = genuine
+        let stageArn: String, claims: ParticipantTokenClaims
+        switch await sessionToken(request, stageId: stageId, sessionId: sessionId, headers: [:]) {
+        case .refused(let response): return response
+        case .owner(let arn, let owner): (stageArn, claims) = (arn, owner)
         }
         guard await media.stop(id: sessionId, stageArn: stageArn, participantId: claims.participantId,
-                               reason: "the publisher ended the WHIP session (DELETE)") else { return notFound }
+                               reason: "the publisher ended the WHIP session (DELETE)") else {
+            return Self.noSession(sessionId, headers: [:])
+        }
         return Response(status: .ok, headers: WHIPResponses.cors(allow: "DELETE, OPTIONS"))
+    }
+
+    /// Whose session resource a request may act on (DELETE, a token exchange).
+    private enum SessionToken {
+        case owner(stageArn: String, claims: ParticipantTokenClaims)
+        case refused(Response)
+    }
+
+    /// The Bearer token of a session resource's request, as its participant's on this stage
+    /// (signed by a key of ours; an expired one still proves who it is): 401 without a usable
+    /// one; the same 404 as for a session that is not the token's, for a stage that cannot be.
+    private func sessionToken(_ request: Request, stageId: String, sessionId: String, headers: HTTPFields) async -> SessionToken {
+        var headers = headers
+        guard let token = Self.bearerToken(request) else {
+            headers[.wwwAuthenticate] = "Bearer"
+            return .refused(WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <the session's participant token>",
+                                                headers: headers))
+        }
+        guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
+                                    resourceID: stageId)?.description else { return .refused(Self.noSession(sessionId, headers: headers)) }
+        do {
+            return .owner(stageArn: stageArn, claims: try await tokens.verify(token, stageArn: stageArn, now: wallClock()))
+        } catch {
+            guard error.kind == .expired, let genuine = error.genuineClaims, genuine.stageArn == stageArn else {
+                headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
+                return .refused(WHIPResponses.plain(.unauthorized, "participant token: \(error.message)", headers: headers))
+            }
+            return .owner(stageArn: stageArn, claims: genuine)
+        }
+    }
+
+    /// Every refusal of a session resource that is not the token's: one answer, telling nothing.
+    private static func noSession(_ sessionId: String, headers: HTTPFields) -> Response {
+        WHIPResponses.plain(.notFound, "no WHIP session \(WebRTCIngestServer.redacted(sessionId)) of this token's participant", headers: headers)
     }
 
     /// Token exchange on a session resource, as IVS's SDKs exchange a publisher's token: the
@@ -128,24 +152,12 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
     /// The participant's attributes change on every composition of the stage from its next
     /// frame, and TOKEN_EXCHANGED says both tokens. 204 when done.
     private func exchange(_ request: Request, stageId: String, sessionId: String) async -> Response {
-        var headers = WHIPResponses.cors(allow: "PATCH, DELETE, OPTIONS")
-        guard let token = Self.bearerToken(request) else {
-            headers[.wwwAuthenticate] = "Bearer"
-            return WHIPResponses.plain(.unauthorized, "missing Authorization: Bearer <the session's participant token>", headers: headers)
-        }
-        let notFound = WHIPResponses.plain(.notFound, "no WHIP session \(WebRTCIngestServer.redacted(sessionId)) of this token's participant",
-                                           headers: headers)
-        guard let stageArn = IVSARN(region: configuration.region, account: configuration.account, resourceType: .stage,
-                                    resourceID: stageId)?.description else { return notFound }
-        let current: ParticipantTokenClaims
-        do {
-            current = try await tokens.verify(token, stageArn: stageArn, now: wallClock())
-        } catch {
-            guard error.kind == .expired, let genuine = error.genuineClaims, genuine.stageArn == stageArn else {
-                headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
-                return WHIPResponses.plain(.unauthorized, "participant token: \(error.message)", headers: headers)
-            }
-            current = genuine
+        let headers = WHIPResponses.cors(allow: "PATCH, DELETE, OPTIONS")
+        let notFound = Self.noSession(sessionId, headers: headers)
+        let stageArn: String, current: ParticipantTokenClaims
+        switch await sessionToken(request, stageId: stageId, sessionId: sessionId, headers: headers) {
+        case .refused(let response): return response
+        case .owner(let arn, let owner): (stageArn, current) = (arn, owner)
         }
         guard await media.isSession(id: sessionId, stageArn: stageArn, participantId: current.participantId) else { return notFound }
         let body: ByteBuffer
