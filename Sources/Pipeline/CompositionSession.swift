@@ -172,8 +172,6 @@ public final class CompositionSession {
                 log.start(CompositionDirection(layout: layout, audio: settings.audioSettings))
             }
         }
-        let scheduled = source.scheduledDirections
-        var nextScheduled = 0
         for sink in sinks {
             do {
                 if let wallClockOrigin { sink.anchor(wallClockOriginMs: wallClockOrigin) }
@@ -204,12 +202,13 @@ public final class CompositionSession {
             } else {
                 do { try videoEncoder.prepareForWriting(compositor.canvas) } catch { stopError = .encoder(error.description); break }
             }
-            if let change = settings.director?.take() { apply(change, at: stageTime) }
-            while nextScheduled < scheduled.count, scheduled[nextScheduled].atMicroseconds <= stageTime.microsecondsValue {
-                apply(scheduled[nextScheduled].change, at: stageTime)
-                nextScheduled += 1
+            if let change = settings.director?.take() {
+                renderer.direct(change)
+                told(change, at: stageTime)
             }
+            // (A recorded stage's own directions are applied by the renderer.)
             let participants = renderer.render(tick: tick, repeatPicture: lagging)
+            for change in renderer.appliedDirections { told(change, at: stageTime) }
             settings.directionLog?.observe(participants, atMicroseconds: stageTime.microsecondsValue)
             if renderer.speakerSwitchedAt != nil {
                 renderer.speakerSwitchedAt = nil
@@ -275,9 +274,8 @@ public final class CompositionSession {
                                  tilesScaled: compositor.tilesScaled, tilesReused: compositor.tilesReused, failedSinks: failedSinks)
     }
 
-    /// A producer's change, from this frame on: applied, told, logged, kept for the recording.
-    private func apply(_ change: CompositionDirection, at stageTime: MediaTime) {
-        renderer.direct(change)
+    /// A producer's change applied from this frame on: told, logged, kept for the recording.
+    private func told(_ change: CompositionDirection, at stageTime: MediaTime) {
         settings.directionLog?.record(change, atMicroseconds: stageTime.microsecondsValue)
         observer(.directed(change, at: stageTime))
         logger.info("composition directed", metadata: ["at.ms": "\(stageTime.millisecondsValue)",

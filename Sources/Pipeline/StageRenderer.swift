@@ -17,9 +17,15 @@ public final class StageRenderer {
     /// Set by a tick whose mix changed the active speaker (its stage time, µs); the caller
     /// clears it once it has told.
     public var speakerSwitchedAt: Int64?
+    /// The source's own directions (a recorded stage's), each applied from the first tick at
+    /// or after its time; those the last render applied, for the caller to tell.
+    private let scheduled: [ScheduledDirection]
+    private var nextScheduled = 0
+    public private(set) var appliedDirections: [CompositionDirection] = []
 
     public init(source: any StageSource, compositor: VideoCompositor, mixer: AudioMixer, frameRate: Rational) {
         self.source = source
+        scheduled = source.scheduledDirections
         self.compositor = compositor
         self.mixer = mixer
         frameDuration = frameRate.inverted
@@ -56,6 +62,12 @@ public final class StageRenderer {
     public func render(tick: Int64, repeatPicture: Bool = false) -> [StageParticipantState] {
         let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
         let stageMicro = stageTime.microsecondsValue
+        appliedDirections.removeAll(keepingCapacity: true)
+        while nextScheduled < scheduled.count, scheduled[nextScheduled].atMicroseconds <= stageMicro {
+            direct(scheduled[nextScheduled].change)
+            appliedDirections.append(scheduled[nextScheduled].change)
+            nextScheduled += 1
+        }
         // Who is on the stage is asked for the instant this frame stands for, as frames are
         // (`frameLead`: the tick nearest a join or leave shows it, as it shows the nearest picture).
         let participants = source.participants(at: .microseconds(stageMicro + compositor.frameLead))

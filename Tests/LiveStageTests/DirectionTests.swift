@@ -211,16 +211,12 @@ func onThreadChecking(_ body: @escaping @Sendable (Problems) throws -> Void) asy
             let scheduled = try DirectedStage(stage: directedStage, layout: Self.grid)
             let source = try #require(scheduled.renderer.source as? RecordedStageSource)
             expect.check(source.scheduledDirections.map(\.atMicroseconds) == [500_000], "\(source.scheduledDirections)")
-            var next = 0
             for tick in Int64(0)..<12 {
-                // The session's rule: a direction applies from the first frame at or after its time.
-                while next < source.scheduledDirections.count, source.scheduledDirections[next].atMicroseconds <= tick * 100_000 {
-                    scheduled.renderer.direct(source.scheduledDirections[next].change)
-                    next += 1
-                }
                 if tick == 5 { called.renderer.direct(CompositionDirection(layout: Self.pip, transitionMs: 200)) }
                 try called.render(tick: tick)
                 try scheduled.render(tick: tick)
+                expect.check(scheduled.renderer.appliedDirections.map(\.layout) == (tick == 5 ? [Self.pip] : []),
+                             "tick \(tick): applied \(scheduled.renderer.appliedDirections)")
                 let window = scheduled.renderer.compositor.tiles.max { $0.zIndex < $1.zIndex }
                 if tick < 8 {
                     expect.check(scheduled.renderer.compositor.tiles == called.renderer.compositor.tiles, "tick \(tick): tiles differ")

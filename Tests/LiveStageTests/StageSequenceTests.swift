@@ -336,13 +336,7 @@ struct RecordedStageSequenceRunner {
             let source = try RecordedStageSource(stage: recorded, logger: logger)
             let observer = try TickObserver(source: source, layout: sequence.layout, output: output, logger: logger)
             var tick: Int64 = 0
-            var next = 0
             while tick * 100 <= sequence.durationMs {
-                // The manifest's directions, from the first frame at or after each (as the session applies them).
-                while next < source.scheduledDirections.count, source.scheduledDirections[next].atMicroseconds <= tick * 100_000 {
-                    observer.renderer.direct(source.scheduledDirections[next].change)
-                    next += 1
-                }
                 if let violation = model.violation(observed: try observer.view(tick: tick), atMs: tick * 100) { return violation }
                 tick += 1
             }
