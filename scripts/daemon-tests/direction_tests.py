@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import media_check  # noqa: E402
 from daemon_tests import (CHANNEL_ARN, ENV, REGION, Failure, NginxRTMP, check, keeping_ingest, recording_dir,  # noqa: E402
                           script_main)
-from live_tests import (Publisher, create_ingest, live_daemon, publish_url, recording_playlist,  # noqa: E402
+from live_tests import (Publisher, check_timeline_and_seeking, create_ingest, live_daemon, publish_url, recording_playlist,  # noqa: E402
                         session_id, setup_encoder_and_storage, wait_published, wait_state)
 from whip_clients import AiortcPublisher, free_udp_port  # noqa: E402
 
@@ -345,6 +345,9 @@ def test_directed_show(d):
     durations = [float(v) for v in re.findall(r"#EXTINF:([0-9.]+)", text)]
     check(len(durations) >= 10 and all(abs(v - durations[0]) < 0.02 for v in durations[:-1]),
           f"the segment cadence is unchanged: {durations}")
+    # As a player reads it: no packet before 0 or wrapped (recording and channel), and
+    # `ffmpeg -ss` lands on the frame a straight decode shows then, across the directed show.
+    check_timeline_and_seeking(playlist, nginx.recording("composite"))
     log = d.log()
     connected = sum(1 for line in open(d.stderr_path) if "channel connected" in line)
     check(connected == 1 and "reconnecting" not in log, f"nginx saw one connection ({connected} connects)")
