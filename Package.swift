@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // The HTTP parts Hummingbird's channel carries (a parse error's answer, HTTPLimits).
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         // ingest: RTMPS and its self-signed certificate.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.0.0"),
@@ -224,6 +226,8 @@ let package = Package(
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "HummingbirdCore", package: "hummingbird"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -312,6 +316,9 @@ let package = Package(
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                         .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                         .product(name: "NIOCore", package: "swift-nio"),
+                                                        .product(name: "NIOEmbedded", package: "swift-nio"),
+                                                        .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                        .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                                                         .product(name: "HTTPTypes", package: "swift-http-types"),
                                                         .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "Logging", package: "swift-log")]),

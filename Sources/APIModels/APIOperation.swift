@@ -48,6 +48,7 @@ public enum APIOperation: String, Sendable, CaseIterable {
     case startParticipantReplication = "StartParticipantReplication"
     case stopParticipantReplication = "StopParticipantReplication"
     case listParticipantReplicas = "ListParticipantReplicas"
+    case revokeConnectionToken = "RevokeConnectionToken"
     // Extensions beyond the IVS model, in its style (POST /<Operation>, JSON, its errors).
     case updateComposition = "UpdateComposition"
     case updateParticipant = "UpdateParticipant"
@@ -118,6 +119,7 @@ public enum APIOperation: String, Sendable, CaseIterable {
             [.resourceNotFound, .validation, .accessDenied, .internalServer, .serviceQuotaExceeded, .conflict, .pendingVerification]
         case .stopParticipantReplication: [.resourceNotFound, .validation, .accessDenied, .internalServer]
         case .listParticipantReplicas: [.validation, .accessDenied]
+        case .revokeConnectionToken: [.validation, .accessDenied, .internalServer]
         case .updateComposition: [.resourceNotFound, .validation, .accessDenied, .internalServer, .conflict]
         case .updateParticipant: [.resourceNotFound, .validation, .accessDenied, .internalServer]
         }
@@ -232,6 +234,7 @@ extension APIOperation {
         CreateParticipantTokenRequest.self,
         ImportPublicKeyRequest.self, GetPublicKeyRequest.self, ListPublicKeysRequest.self, DeletePublicKeyRequest.self,
         StartParticipantReplicationRequest.self, StopParticipantReplicationRequest.self, ListParticipantReplicasRequest.self,
+        RevokeConnectionTokenRequest.self,
         UpdateCompositionRequest.self, UpdateParticipantRequest.self,
     ]
 }

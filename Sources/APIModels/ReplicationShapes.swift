@@ -5,7 +5,7 @@ public struct StartParticipantReplicationRequest: Codable, Hashable, Sendable {
     public var sourceStageArn: String
     public var destinationStageArn: String
     public var participantId: String
-    /// 0...60: how long the replica waits for its source to reconnect.
+    /// 0...300: how long the replica waits for its source to reconnect.
     public var reconnectWindowSeconds: Int?
     public var attributes: [String: String]?
 
@@ -89,7 +89,7 @@ extension StartParticipantReplicationRequest: APIRequest {
         try Rule.arn(sourceStageArn, .stage, at: "sourceStageArn")
         try Rule.arn(destinationStageArn, .stage, at: "destinationStageArn")
         try Rule.participantId(participantId)
-        try Rule.range(reconnectWindowSeconds, 0...60, at: "reconnectWindowSeconds")
+        try Rule.range(reconnectWindowSeconds, ModelLimits.replicationReconnectWindowSeconds, at: "reconnectWindowSeconds")
         try Rule.attributes(attributes)
         guard sourceStageArn != destinationStageArn else {
             throw Rule.fail("destinationStageArn", "must differ from sourceStageArn")

@@ -98,10 +98,12 @@ public struct Participant: Codable, Hashable, Sendable {
     public var ingestConfigurationArn: String?
 
     /// A participant as this daemon reports one: no individual recording (bucket and prefix
-    /// "", as the model says for disabled recording) and no replication (NONE).
+    /// "", as the model says for disabled recording), no replication (NONE), and redundant
+    /// ingest as its ingest configuration has it (false for everyone else).
     public init(participantId: String?, userId: String?, state: ParticipantState?, firstJoinTime: APITimestamp?,
                 attributes: [String: String]?, published: Bool?, recordingState: ParticipantRecordingState? = .disabled,
-                protocol: ParticipantProtocol?, ingestConfigurationArn: String? = nil) {
+                protocol: ParticipantProtocol?, ingestConfigurationArn: String? = nil, redundantIngest: Bool = false) {
+        self.redundantIngest = redundantIngest
         self.participantId = participantId
         self.userId = userId
         self.state = state
@@ -342,6 +344,18 @@ public struct DisconnectParticipantRequest: Codable, Hashable, Sendable {
 }
 
 public struct DisconnectParticipantResponse: Codable, Hashable, Sendable {
+    public init() {}
+}
+
+/// A participant token's ID is its `jti`, the participant ID it connects as: revoked, no
+/// token with it connects again (until the longest a token lives has passed), and whoever is
+/// connected with one now is disconnected.
+public struct RevokeConnectionTokenRequest: Codable, Hashable, Sendable {
+    public var tokenId: String
+    public init(tokenId: String) { self.tokenId = tokenId }
+}
+
+public struct RevokeConnectionTokenResponse: Codable, Hashable, Sendable {
     public init() {}
 }
 

@@ -68,8 +68,9 @@ public struct ParticipantRecordingHlsConfiguration: Codable, Hashable, Sendable 
     public init(targetSegmentDurationSeconds: Int? = nil) { self.targetSegmentDurationSeconds = targetSegmentDurationSeconds }
 }
 
-/// Individual participant recording (accepted and stored; this daemon does not record
-/// individual participants yet).
+/// Individual participant recording: `storageConfigurationArn` "" is off. What a request
+/// leaves out takes the model's documented default (`withDefaults()`), which is also what
+/// responses show.
 public struct AutoParticipantRecordingConfiguration: Codable, Hashable, Sendable {
     /// "" or a storage-configuration ARN.
     public var storageConfigurationArn: String
@@ -90,6 +91,27 @@ public struct AutoParticipantRecordingConfiguration: Codable, Hashable, Sendable
         self.recordingReconnectWindowSeconds = recordingReconnectWindowSeconds
         self.hlsConfiguration = hlsConfiguration
         self.recordParticipantReplicas = recordParticipantReplicas
+    }
+
+    /// Recording off: what a stage created without the field reports.
+    public static let off = AutoParticipantRecordingConfiguration(storageConfigurationArn: "").withDefaults()
+
+    /// Every field the model documents a default for, filled in: AUDIO_VIDEO; thumbnails
+    /// DISABLED (every 60 s, SEQUENTIAL, when enabled); no merging window; 6 s segments;
+    /// replicas recorded. Setting the storage to "" resets every other field (as IVS does).
+    public func withDefaults() -> AutoParticipantRecordingConfiguration {
+        let kept = storageConfigurationArn.isEmpty ? AutoParticipantRecordingConfiguration(storageConfigurationArn: "") : self
+        let thumbnail = kept.thumbnailConfiguration
+        return AutoParticipantRecordingConfiguration(
+            storageConfigurationArn: storageConfigurationArn,
+            mediaTypes: kept.mediaTypes ?? [.audioVideo],
+            thumbnailConfiguration: ParticipantThumbnailConfiguration(
+                targetIntervalSeconds: thumbnail?.targetIntervalSeconds ?? 60, storage: thumbnail?.storage ?? [.sequential],
+                recordingMode: thumbnail?.recordingMode ?? .disabled),
+            recordingReconnectWindowSeconds: kept.recordingReconnectWindowSeconds ?? 0,
+            hlsConfiguration: ParticipantRecordingHlsConfiguration(
+                targetSegmentDurationSeconds: kept.hlsConfiguration?.targetSegmentDurationSeconds ?? 6),
+            recordParticipantReplicas: kept.recordParticipantReplicas ?? true)
     }
 }
 

@@ -47,6 +47,8 @@ public enum ModelLimits {
     public static let participantTokenConfigurations = 0...12
     public static let participantTokenDurationMinutes = 1...20_160
     public static let participantRecordingReconnectWindowSeconds = 0...300
+    /// StartParticipantReplication.reconnectWindowSeconds (the model's ReconnectWindowSeconds).
+    public static let replicationReconnectWindowSeconds = 0...300
     /// Extension: participants named in one `audio` map (a stage holds far fewer).
     public static let audioSettings = 0...100
 }
@@ -611,6 +613,15 @@ extension ListParticipantEventsRequest: APIRequest {
         try Rule.participantId(participantId)
         try Rule.nextToken(nextToken)
         try Rule.maxResults(maxResults)
+    }
+}
+
+extension RevokeConnectionTokenRequest: APIRequest {
+    public static var operation: APIOperation { .revokeConnectionToken }
+    public func validate(options: ValidationOptions) throws(APIError) {
+        // ConnectionTokenId: [a-zA-Z0-9-_]+, 1 to 64.
+        try Rule.length(tokenId, 1...64, at: "tokenId")
+        try Rule.participantId(tokenId, at: "tokenId", allowUnderscore: true)
     }
 }
 

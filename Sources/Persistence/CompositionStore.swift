@@ -51,14 +51,18 @@ public struct StoredRecording: Codable, Hashable, Sendable {
 public struct StoredComposition: Codable, Hashable, Sendable {
     public var composition: Composition
     public var idempotencyToken: String?
+    /// A digest of the StartComposition request that carried `idempotencyToken`: the token
+    /// again with another request is refused (nil for compositions stored before it was kept).
+    public var requestDigest: String?
     /// Why it failed (Session Failure reason), when it did.
     public var failureReason: String?
     public var recording: StoredRecording?
 
-    public init(composition: Composition, idempotencyToken: String? = nil, failureReason: String? = nil,
-                recording: StoredRecording? = nil) {
+    public init(composition: Composition, idempotencyToken: String? = nil, requestDigest: String? = nil,
+                failureReason: String? = nil, recording: StoredRecording? = nil) {
         self.composition = composition
         self.idempotencyToken = idempotencyToken
+        self.requestDigest = requestDigest
         self.failureReason = failureReason
         self.recording = recording
     }

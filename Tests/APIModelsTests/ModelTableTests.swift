@@ -1,5 +1,5 @@
 // The routing table and list defaults checked against botocore's ivs-realtime model
-// (data/ivs-realtime/2020-07-14/service-2.json.gz, botocore 1.43.11): each row below was
+// (data/ivs-realtime/2020-07-14/service-2.json.gz, botocore 1.44.8): each row below was
 // copied from the model's `http` trait and `errors` list, in the model's order.
 import APIModels
 import Testing
@@ -48,10 +48,11 @@ import Testing
         ("StopParticipantReplication", "POST", "/StopParticipantReplication", 200,
          [.resourceNotFound, .validation, .accessDenied, .internalServer]),
         ("ListParticipantReplicas", "POST", "/ListParticipantReplicas", 200, [.validation, .accessDenied]),
+        ("RevokeConnectionToken", "POST", "/RevokeConnectionToken", 200, [.validation, .accessDenied, .internalServer]),
     ]
 
     @Test func everyServedOperationIsInTheModelTable() {
-        // All 39 of the model's operations, and the extensions (SPEC §9) beside them.
+        // All 40 of the model's operations, and the extensions (SPEC §9) beside them.
         #expect(Set(APIOperation.modelOperations.map(\.name)) == Set(Self.model.map(\.0)))
         #expect(APIOperation.modelOperations.count == Self.model.count)
         #expect(APIOperation.allCases.filter(\.isExtension).map(\.name) == ["UpdateComposition", "UpdateParticipant"])

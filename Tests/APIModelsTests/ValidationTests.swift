@@ -38,6 +38,10 @@ let encoder = "arn:aws:ivs:us-east-1:123456789012:encoder-configuration/9W590BY2
 let storage = "arn:aws:ivs:us-east-1:123456789012:storage-configuration/ZBcEbgBE24Cq"
 let composition = "arn:aws:ivs:us-east-1:123456789012:composition/YVoaXkKdEdRP"
 
+func replication(window: Int) -> String {
+    #"{"sourceStageArn":"\#(stage)","destinationStageArn":"arn:aws:ivs:us-east-1:123456789012:stage/ZyXwVuTsRqPo","participantId":"AbCd1234","reconnectWindowSeconds":\#(window)}"#
+}
+
 func start(_ destinations: String, extra: String = "") -> String {
     #"{"stageArn":"\#(stage)","destinations":\#(destinations)\#(extra)}"#
 }
@@ -203,6 +207,11 @@ let cases: [(APIOperation, String, String?)] = [
     (.createStage, #"{"autoParticipantRecordingConfiguration":{"storageConfigurationArn":"\#(storage)","recordingReconnectWindowSeconds":301}}"#,
      "autoParticipantRecordingConfiguration.recordingReconnectWindowSeconds: must be between 0 and 300 (got 301)"),
     (.getStage, #"{"arn":"\#(stage)"}"#, nil),
+    // StartParticipantReplication: the model's ReconnectWindowSeconds is 0...300.
+    (.startParticipantReplication, replication(window: 300), nil),
+    (.startParticipantReplication, replication(window: 61), nil),
+    (.startParticipantReplication, replication(window: 301), "reconnectWindowSeconds: must be between 0 and 300 (got 301)"),
+    (.startParticipantReplication, replication(window: -1), "reconnectWindowSeconds: must be between 0 and 300 (got -1)"),
     (.deleteStage, #"{"arn":"\#(composition)"}"#,
      "arn: '\(composition)' is not a valid stage ARN (expected arn:aws:ivs:<region>:<account-id>:stage/<id>, at most 128 characters)"),
     (.listStages, #"{"maxResults":50}"#, nil),

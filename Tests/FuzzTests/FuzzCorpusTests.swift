@@ -254,6 +254,7 @@ enum APISeeds {
             seed("StartParticipantReplication", participants: 0,
                  #"{"sourceStageArn":"\#(stage)","destinationStageArn":"arn:aws:ivs:us-east-1:123456789012:stage/ZyXwVuTsRqPo","participantId":"AbCdEf123456","reconnectWindowSeconds":30,"attributes":{"a":"b"}}"#),
             seed("ListParticipantReplicas", participants: 4, #"{"sourceStageArn":"\#(stage)","participantId":"AbCdEf123456","maxResults":2}"#),
+            seed("RevokeConnectionToken", participants: 0, #"{"tokenId":"AbCdEf_123-x"}"#),
             seed("UpdateStage", participants: 0, #"{"arn":"\#(stage)","name":"x","autoParticipantRecordingConfiguration":{"storageConfigurationArn":""}}"#),
             // The extensions: a running composition directed, a participant's attributes changed.
             seed("UpdateComposition", participants: 7,

@@ -285,12 +285,30 @@ final class CompositionManagerTests: XCTestCase {
         try await h.manager.stop(arn: started.arn)
     }
 
+    /// The same token and request: the same composition. The token with another request (a
+    /// layout, tags) is refused, and nothing starts.
     func testIdempotencyTokenReturnsTheSameComposition() async throws {
         let h = try await makeHarness()
         let first = try await h.manager.start(startRequest(token: "abc"))
         let second = try await h.manager.start(startRequest(token: "abc"))
         XCTAssertEqual(first.arn, second.arn)
         XCTAssertEqual(h.launcher.jobs.count, 1)
+        var pip = startRequest(token: "abc")
+        pip.layout = LayoutConfiguration(pip: PipConfiguration())
+        var tagged = startRequest(token: "abc")
+        tagged.tags = ["team": "video"]
+        for other in [pip, tagged] {
+            do {
+                _ = try await h.manager.start(other)
+                XCTFail("the token with another request")
+            } catch {
+                XCTAssertEqual(error.code, .conflict)
+                XCTAssertTrue(error.message.contains("idempotencyToken"), error.message)
+            }
+        }
+        XCTAssertEqual(h.launcher.jobs.count, 1)
+        let again = try await h.manager.start(startRequest(token: "abc"))
+        XCTAssertEqual(again.arn, first.arn)
     }
 
     func testConcurrentCompositionQuota() async throws {

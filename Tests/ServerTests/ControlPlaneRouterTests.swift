@@ -22,13 +22,20 @@ class ControlPlaneRouterTests: XCTestCase {
 
     func makeApp(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                  metrics: ServerConfiguration.Metrics = ServerConfiguration.Metrics()) async throws -> some ApplicationProtocol {
+        try await Self.makeApp(store: try await makeStore(), registry: registry, metrics: metrics)
+    }
+
+    /// The daemon's application on `store` (nil: in memory), a configured recorded stage, a
+    /// bucket directory, fake pipelines.
+    static func makeApp(store: (any CompositionStore)?, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+                        metrics: ServerConfiguration.Metrics = ServerConfiguration.Metrics()) async throws -> some ApplicationProtocol {
         let configuration = ServerConfiguration(
             stages: [.init(id: "twoPeople", source: CompositionManagerTests.fixtures.appendingPathComponent("two-people").path)],
             buckets: ["rec-bucket": .directory(FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path)],
             maxRequestBodyBytes: 4096, metrics: metrics)
         return try await buildApplication(configuration: configuration, dependencies: ServerDependencies(
             logger: Logger(label: "test"), events: InMemoryEventSink(), metricsRegistry: registry,
-            launcher: FakePipelineLauncher(), inMemoryStore: true), store: try await makeStore())
+            launcher: FakePipelineLauncher(), inMemoryStore: true), store: store)
     }
 
     static func json(_ buffer: ByteBuffer) throws -> [String: Any] {

@@ -169,4 +169,26 @@ import Testing
             #expect(again == .forbidden && body.contains("DisconnectParticipant"), "\(again) \(body)")
         }
     }
+
+    @Test("RevokeConnectionToken disconnects whoever connected with the token, and refuses it from then on; other tokens still publish")
+    func revokeConnectionToken() async throws {
+        let h = try await Self.harness()
+        defer { h.transport.cancel(); h.base.running.cancel() }
+        let revoked = try await h.token("revoked"), kept = try await h.token("kept")
+        try await h.app.test(.router) { client in
+            for participant in [revoked, kept] {
+                let (status, _, _) = try await Self.post(client, token: participant.token)
+                #expect(status == .created)
+                try await h.base.wait(participant.participantId, on: ReplicationTests.stageA, to: .connected)
+            }
+            try await h.base.runtime.revoke(tokenId: revoked.participantId, reason: "RevokeConnectionToken")
+            try await h.base.wait(revoked.participantId, on: ReplicationTests.stageA, to: .disconnected)
+            let (again, body, _) = try await Self.post(client, token: revoked.token)
+            #expect(again == .forbidden && body.contains("RevokeConnectionToken"), "\(again) \(body)")
+            #expect(await h.base.runtime.hub.publishers(stageArn: ReplicationTests.stageA).map(\.identity.participantId)
+                == [kept.participantId], "the other participant stays")
+            // Unknown token IDs are fine (the model has no ResourceNotFoundException here).
+            try await h.base.runtime.revoke(tokenId: "never-issued_1", reason: "RevokeConnectionToken")
+        }
+    }
 }

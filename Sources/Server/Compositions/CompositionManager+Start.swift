@@ -16,6 +16,7 @@ import Pipeline
 import Stages
 import Storage
 import Composition
+import Crypto
 
 extension CompositionManager {
     // MARK: API
@@ -41,6 +42,11 @@ extension CompositionManager {
     public func start(_ request: StartCompositionRequest, forwarded: Bool) async throws(APIError) -> StartOutcome {
         if let token = request.idempotencyToken,
            let existing = entries.values.first(where: { $0.stored.idempotencyToken == token }) {
+            // The same request again is answered with what it started; another one is refused.
+            if let digest = existing.stored.requestDigest, digest != Self.digest(request) {
+                throw .conflict("idempotencyToken: '\(token)' was used for another request (composition \(existing.stored.arn)); "
+                                + "send a new token")
+            }
             return .started(existing.stored.composition)
         }
         let (stageARN, stage) = try await lookUpStage(request)
@@ -68,6 +74,14 @@ extension CompositionManager {
         await flush()
         updateMetrics()
         return .started(entries[arn]?.stored.composition ?? entry.stored.composition)
+    }
+
+    /// What an idempotency token stands for: SHA-256 of the request as JSON with sorted keys.
+    static func digest(_ request: StartCompositionRequest) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(request)) ?? Data()
+        return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The stage the request names (it must be this account's and exist), under the quota
@@ -153,6 +167,7 @@ extension CompositionManager {
         let machine = CompositionStateMachine(destinationIDs: plan.destinations.map(\.id), createdAt: clock.now(),
                                               publisherCount: publishersAtStart, configuration: lifecycle)
         let entry = Entry(stored: StoredComposition(composition: composition, idempotencyToken: request.idempotencyToken,
+                                                    requestDigest: request.idempotencyToken.map { _ in Self.digest(request) },
                                                     recording: plan.recording?.stored),
                           machine: machine, publishers: publishersAtStart, logger: entryLogger, reservation: reservation)
         do {

@@ -27,6 +27,11 @@ extension ControlPlane {
         case .createStage:
             let request = try decode(CreateStageRequest.self, body)
             try await checkQuota(.stage)
+            if let recording = request.autoParticipantRecordingConfiguration, try await !storageExists(recording) {
+                // CreateStage's model has no ResourceNotFoundException: a validation error, as IVS.
+                throw .validation("autoParticipantRecordingConfiguration.storageConfigurationArn: storage configuration "
+                                  + "\(recording.storageConfigurationArn) not found")
+            }
             var sourcePath = ""
             if let source = request.tags?[StageCatalog<Store>.sourceTag] { sourcePath = try catalog.validateSourcePath(source) }
             let stage = Stage(arn: arnContext.arn(.stage, id: .random()).description, name: request.name ?? "",
@@ -49,7 +54,13 @@ extension ControlPlane {
             if found.isConfigured { throw .validation("arn: stage \(request.arn) is defined in the server configuration file; it cannot be updated") }
             var value = found.stage
             if let name = request.name { value.name = name }
-            if let recording = request.autoParticipantRecordingConfiguration { value.autoParticipantRecordingConfiguration = recording }
+            if let recording = request.autoParticipantRecordingConfiguration {
+                guard try await storageExists(recording) else {
+                    throw .resourceNotFound("autoParticipantRecordingConfiguration.storageConfigurationArn: storage configuration "
+                                            + "\(recording.storageConfigurationArn) not found")
+                }
+                value.autoParticipantRecordingConfiguration = recording
+            }
             let updated = StoredStage(stage: value, sourcePath: found.sourcePath ?? "")
             try await storeCall { try await store.putStage(updated) }
             return try APIJSON.encode(UpdateStageResponse(stage: await presented(
@@ -70,6 +81,7 @@ extension ControlPlane {
             // As IVS does, deleting a stage disconnects everyone on it.
             await runtime.disconnectAll(stageArn: request.arn, reason: "the stage was deleted")
             _ = try await storeCall { try await store.deleteStage(arn: request.arn) }
+            try await detachIngestConfigurations(from: request.arn)
             return try APIJSON.encode(DeleteStageResponse())
         case .createParticipantToken:
             let request = try decode(CreateParticipantTokenRequest.self, body)
@@ -82,11 +94,36 @@ extension ControlPlane {
         }
     }
 
+    /// A storage configuration named for individual participant recording exists ("" is off).
+    func storageExists(_ recording: AutoParticipantRecordingConfiguration) async throws(APIError) -> Bool {
+        let arn = recording.storageConfigurationArn
+        guard !arn.isEmpty else { return true }
+        guard owned(arn, .storageConfiguration) else { return false }
+        return try await storeCall { try await store.storageConfiguration(arn: arn) } != nil
+    }
+
+    /// A deleted stage's ingest configurations no longer name it (`stageArn` ""), so their keys
+    /// cannot publish until they are pointed at another stage. Read a page at a time.
+    func detachIngestConfigurations(from stageArn: String) async throws(APIError) {
+        var after: String?
+        repeat {
+            let page = try await storeCall { try await store.ingestConfigurations(after: after, limit: 100) }
+            for var stored in page.items where stored.configuration.stageArn == stageArn {
+                stored.configuration.stageArn = ""
+                let detached = stored
+                try await storeCall { try await store.putIngestConfiguration(detached) }
+            }
+            after = page.nextKey
+        } while after != nil
+    }
+
     /// A stage as the API shows it: live stages carry their ingest endpoints and, while
-    /// someone is on them, the active session.
+    /// someone is on them, the active session; every field of individual participant
+    /// recording is shown, with the model's defaults for what was not set.
     func presented(_ resolved: ResolvedStage) async -> Stage {
         var stage = resolved.stage
         guard resolved.sourcePath == nil else { return stage }
+        stage.autoParticipantRecordingConfiguration = (stage.autoParticipantRecordingConfiguration ?? .off).withDefaults()
         let stageId = IVSARN(parsing: stage.arn, expecting: .stage)?.resourceID ?? ""
         stage.endpoints = StageEndpoints(whip: configuration.whipEndpoint(stageId: stageId), rtmp: configuration.ingest.rtmpEndpoint,
                                          rtmps: configuration.ingest.rtmpsEndpoint)

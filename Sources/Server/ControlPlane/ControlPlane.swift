@@ -72,6 +72,12 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             return try await handleIngest(route.operation, body: body)
         case .importPublicKey, .getPublicKey, .listPublicKeys, .deletePublicKey:
             return try await handlePublicKeys(route.operation, body: body)
+        case .revokeConnectionToken:
+            // Not a stage's: the revocation is in the store (every node refuses the token from
+            // now on), and this node disconnects whoever it admitted with it.
+            let request = try decode(RevokeConnectionTokenRequest.self, body)
+            try await runtime.revoke(tokenId: request.tokenId, reason: "RevokeConnectionToken")
+            return try APIJSON.encode(RevokeConnectionTokenResponse())
         }
     }
 

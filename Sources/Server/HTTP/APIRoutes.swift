@@ -24,6 +24,8 @@ public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext 
     var body = Data()
     /// Another node of the fleet sent it, signed with the fleet's secret.
     var forwarded = false
+    /// This request's `x-amzn-RequestId` (`RequestIdMiddleware`), in its answer and its log lines.
+    var requestId = ""
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = CoreRequestContextStorage(source: source)
@@ -81,7 +83,9 @@ public struct APIRoutes: Sendable {
 
     public func buildRouter() -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
-        // First, so it also wraps the router's "not found": an unknown operation in IVS's words.
+        // Outermost, so every answer carries its request id (boto3's ResponseMetadata.RequestId).
+        router.add(middleware: RequestIdMiddleware())
+        // Next, so it also wraps the router's "not found": an unknown operation in IVS's words.
         router.add(middleware: UnknownOperationMiddleware(metrics: metrics))
         router.get("/healthz") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
@@ -99,7 +103,7 @@ public struct APIRoutes: Sendable {
             }
         }
         let api = router.group()
-            .add(middleware: APIMetricsMiddleware(metrics: metrics))
+            .add(middleware: APIMetricsMiddleware(metrics: metrics, logger: logger))
             .add(middleware: APIBodyLimitMiddleware(maxBodyBytes: maxBodyBytes))
             .add(middleware: FleetSignatureMiddleware(secret: fleetSecret, claimNonce: claimFleetNonce, nowMs: nowMs, logger: logger))
             .add(middleware: SigV4Middleware(authenticator: authenticator))
@@ -162,6 +166,35 @@ public struct APIRoutes: Sendable {
 
 // MARK: The API's middleware, outermost first
 
+/// Gives every request an id, as IVS does: a fresh UUID in `x-amzn-RequestId` on the answer
+/// (errors included), and in the log lines of the request. Every answer also carries the
+/// security headers the model declares on IVS's outputs and errors (unless a route set its own).
+struct RequestIdMiddleware: RouterMiddleware {
+    static let header = HTTPField.Name("x-amzn-RequestId")!
+    /// Nothing cached, sniffed, framed or loaded from an API answer; HTTPS remembered. Not
+    /// the model's Access-Control-* pair: the API does not offer CORS (cross-site calls are
+    /// refused while authentication is off).
+    static let securityHeaders: [(HTTPField.Name, String)] = [
+        (.cacheControl, "no-store"),
+        (HTTPField.Name("Content-Security-Policy")!, "default-src 'none'; frame-ancestors 'none'"),
+        (HTTPField.Name("Strict-Transport-Security")!, "max-age=47304000; includeSubDomains"),
+        (HTTPField.Name("X-Content-Type-Options")!, "nosniff"),
+        (HTTPField.Name("X-Frame-Options")!, "DENY"),
+    ]
+
+    static func newId() -> String { UUID().uuidString.lowercased() }
+
+    func handle(_ request: Request, context: ServerRequestContext,
+                next: (Request, ServerRequestContext) async throws -> Response) async throws -> Response {
+        var context = context
+        context.requestId = Self.newId()
+        var response = try await next(request, context)
+        response.headers[Self.header] = context.requestId
+        for (name, value) in Self.securityHeaders where response.headers[name] == nil { response.headers[name] = value }
+        return response
+    }
+}
+
 /// A request no route takes: IVS's 404 with `x-amzn-ErrorType: UnknownOperationException`,
 /// counted as operation "unknown".
 struct UnknownOperationMiddleware: RouterMiddleware {
@@ -181,9 +214,11 @@ struct UnknownOperationMiddleware: RouterMiddleware {
     }
 }
 
-/// Names the operation (from the model's route) and counts its answer by status.
+/// Names the operation (from the model's route), counts its answer by status and logs it with
+/// its request id (reads that succeed at debug, everything else at info).
 struct APIMetricsMiddleware: RouterMiddleware {
     let metrics: ServerMetrics
+    let logger: Logger
 
     func handle(_ request: Request, context: ServerRequestContext,
                 next: (Request, ServerRequestContext) async throws -> Response) async throws -> Response {
@@ -197,8 +232,15 @@ struct APIMetricsMiddleware: RouterMiddleware {
             response.headers[HTTPField.Name("x-amzn-ErrorType")!] = "UnknownOperationException"
             return response
         }
+        let started = ContinuousClock.now
         let response = try await next(request, context)
         metrics.apiRequest(operation: route.operation.name, status: response.status.code)
+        let name = route.operation.name
+        let quiet = response.status.kind == .successful && (name.hasPrefix("Get") || name.hasPrefix("List"))
+        let elapsed = (ContinuousClock.now - started).components
+        let ms = elapsed.seconds &* 1000 &+ elapsed.attoseconds / 1_000_000_000_000_000
+        logger.log(level: quiet ? .debug : .info, "api request", metadata: [
+            "operation": "\(name)", "status": "\(response.status.code)", "request.id": "\(context.requestId)", "ms": "\(ms)"])
         return response
     }
 }
@@ -292,10 +334,12 @@ struct APIOperationResponder: HTTPResponder {
             let data = try await operation(route, request.uri.query ?? "", context.body, context.forwarded)
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
         } catch {
+            let metadata: Logger.Metadata = ["operation": "\(route.operation.name)", "error": "\(error.message)",
+                                             "request.id": "\(context.requestId)"]
             if error.code == .internalServer {
-                logger.error("operation failed", metadata: ["operation": "\(route.operation.name)", "error": "\(error.message)"])
+                logger.error("operation failed", metadata: metadata)
             } else {
-                logger.debug("request rejected", metadata: ["operation": "\(route.operation.name)", "error": "\(error)"])
+                logger.debug("request rejected", metadata: metadata)
             }
             return APIRoutes.errorResponse(error)
         }

@@ -5,8 +5,12 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import APIModels
+import HTTPTypes
 import IngestServer
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
 
 /// Takes a place in the limiter when the connection opens and gives it back when it closes;
 /// a connection over the limit is closed at once.
@@ -44,16 +48,73 @@ final class HTTPConnectionCapHandler: ChannelInboundHandler, RemovableChannelHan
     }
 }
 
+/// A request NIO's parser cannot read (a request line or header field over the limits, bad
+/// syntax) is answered by Hummingbird with 400 and an empty body; this gives that answer IVS's
+/// error shape, so the client learns why. Everything else passes untouched.
+final class HTTPParseErrorAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    private let limits: String
+    private var refusal: APIError?
+    private var body: ByteBuffer?
+
+    /// `limits`: what the parser allows, for the message.
+    init(limits: String) {
+        self.limits = limits
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let parseError = error as? HTTPParserError {
+            refusal = switch parseError {
+            case .headerOverflow: .validation("the request line or a header field is too long (\(limits))")
+            default: .validation("the request is not valid HTTP/1.1 (\(parseError))")
+            }
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard let refusal else { return context.write(data, promise: promise) }
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where head.status == .badRequest && body == nil:
+            let rendered = refusal.response
+            let buffer = ByteBuffer(string: rendered.body)
+            for (name, value) in rendered.headers {
+                if let field = HTTPField.Name(name) { head.headerFields[field] = value }
+            }
+            head.headerFields[.contentLength] = "\(buffer.readableBytes)"
+            head.headerFields[RequestIdMiddleware.header] = RequestIdMiddleware.newId()
+            for (name, value) in RequestIdMiddleware.securityHeaders { head.headerFields[name] = value }
+            body = buffer
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end(let trailers) where body != nil:
+            context.write(wrapOutboundOut(.body(body!)), promise: nil)
+            self.refusal = nil
+            body = nil
+            context.write(wrapOutboundOut(.end(trailers)), promise: promise)
+        default:
+            context.write(data, promise: promise)
+        }
+    }
+}
+
 enum HTTPLimits {
+    /// The parser's limits: a request line or header field, all header fields, their count.
+    static let maxHeaderFieldBytes = 16 << 10, maxHeaderListBytes = 64 << 10, maxHeaderFieldCount = 100
+
     /// How long a request body may take to arrive.
     static let bodyDeadline: Duration = .seconds(10)
 
     /// The HTTP/1 server: capped connections, bounded headers, idle connections closed.
     static func server(limiter: ConnectionLimiter, idleTimeout: TimeAmount) -> HTTPServerBuilder {
         .http1(configuration: HTTP1Channel.Configuration(
-            additionalChannelHandlers: [HTTPConnectionCapHandler(limiter: limiter)],
+            additionalChannelHandlers: [
+                HTTPConnectionCapHandler(limiter: limiter),
+                HTTPParseErrorAnswerHandler(limits: "at most \(maxHeaderFieldBytes) bytes each, \(maxHeaderListBytes) in all")],
             idleTimeout: idleTimeout,
-            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100)))
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: maxHeaderFieldBytes, maxHeaderListSize: maxHeaderListBytes,
+                                            maxHeaderFieldCount: maxHeaderFieldCount)))
     }
 
     enum BodyFailure: Error { case tooLarge, tooSlow }

@@ -153,21 +153,20 @@ final class ParticipantRecordings: Sendable {
         }
     }
 
-    static func plan(_ configuration: AutoParticipantRecordingConfiguration, layout: ParticipantRecordingLayout,
+    static func plan(_ given: AutoParticipantRecordingConfiguration, layout: ParticipantRecordingLayout,
                      stageArn: String) -> ParticipantRecordingPlan {
+        // The model's defaults for what the stage left out (thumbnails: DISABLED).
+        let configuration = given.withDefaults()
         let mediaTypes: ParticipantRecordingPlan.MediaTypes = switch configuration.mediaTypes?.first ?? .audioVideo {
         case .audioVideo: .audioVideo
         case .audioOnly: .audioOnly
         case .none: .none
         }
         var thumbnails: ThumbnailPlan?
-        if let thumbnail = configuration.thumbnailConfiguration, thumbnail.recordingMode != .disabled {
+        if let thumbnail = configuration.thumbnailConfiguration, thumbnail.recordingMode == .interval {
             let storage = thumbnail.storage ?? [.sequential]
             thumbnails = ThumbnailPlan(intervalSeconds: thumbnail.targetIntervalSeconds ?? 60, sequential: storage.contains(.sequential),
                                        latest: storage.contains(.latest))
-        } else if configuration.thumbnailConfiguration == nil {
-            // The model's default: INTERVAL, every 60 s, SEQUENTIAL.
-            thumbnails = ThumbnailPlan(intervalSeconds: 60, sequential: true, latest: false)
         }
         return ParticipantRecordingPlan(layout: layout, stageArn: stageArn, mediaTypes: mediaTypes,
                                         targetSegmentDurationSeconds: configuration.hlsConfiguration?.targetSegmentDurationSeconds ?? 6,

@@ -386,16 +386,40 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         return hub.disconnect(stageArn: stageArn, participantId: participantId, reason: reason)
     }
 
-    /// Whether DisconnectParticipant revoked this WHIP participant (on any node, before any
-    /// restart) and its token has not expired. A store that cannot answer refuses: a revoked
-    /// token must not get in while the store is away.
+    /// Whether DisconnectParticipant revoked this WHIP participant, or RevokeConnectionToken
+    /// its token (`jti`, the participant ID), on any node and before any restart, and that has
+    /// not run out. A store that cannot answer refuses: a revoked token must not get in while
+    /// the store is away.
     public func isRevoked(stageArn: String, participantId: String) async -> Bool {
         do {
-            guard let until = try await store.revocation(key: "\(stageArn)/\(participantId)") else { return false }
-            return until > seconds()
+            let now = seconds()
+            for key in ["\(stageArn)/\(participantId)", Self.tokenRevocationKey(participantId)] {
+                if let until = try await store.revocation(key: key), until > now { return true }
+            }
+            return false
         } catch {
             logger.error("cannot read revocations; refusing the participant", metadata: ["error": "\(error)"])
             return true
+        }
+    }
+
+    static func tokenRevocationKey(_ tokenId: String) -> String { "token/\(tokenId)" }
+
+    /// RevokeConnectionToken: no token with this ID connects again for as long as any token
+    /// can live (14 days: CreateParticipantToken's longest, and a self-signed token's too),
+    /// and whoever this node admitted with one is disconnected now.
+    func revoke(tokenId: String, reason: String) async throws(APIError) {
+        let now = seconds()
+        do {
+            try await store.putRevocation(key: Self.tokenRevocationKey(tokenId), until: now + Int64(ModelLimits.participantTokenDurationMinutes.upperBound) * 60)
+            try await store.pruneRevocations(expiredBefore: now)
+        } catch {
+            throw .internalServer("cannot store the revocation: \(error)")
+        }
+        for connection in connections.values where connection.ingestConfigurationArn == nil && connection.participantId == tokenId {
+            logger.info("participant disconnected: its token was revoked", metadata: [
+                "stage.arn": "\(connection.stageArn)", "participant.id": "\(tokenId)"])
+            hub.disconnect(stageArn: connection.stageArn, participantId: connection.participantId, reason: reason)
         }
     }
 

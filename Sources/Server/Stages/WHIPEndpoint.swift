@@ -238,8 +238,8 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
         let participant = TokenParticipant(claims)
         if await runtime.isRevoked(stageArn: stageArn, participantId: claims.participantId) {
             requestLogger.notice("WHIP publish refused: participant revoked", metadata: ["participant.id": "\(claims.participantId)"])
-            return WHIPResponses.plain(.forbidden, "participant \(claims.participantId) was disconnected (DisconnectParticipant): "
-                                       + "its token is revoked until it expires")
+            return WHIPResponses.plain(.forbidden, "participant \(claims.participantId) was disconnected (DisconnectParticipant) "
+                                       + "or its token revoked (RevokeConnectionToken): it is refused until the token expires")
         }
         guard claims.capabilities.contains(.publish) else {
             runtime.refused(participant, .insufficientCapabilities, reason: "the participant token does not allow publishing")
