@@ -9,8 +9,8 @@ public enum IngestConfigurationState: String, Codable, Sendable, CaseIterable {
     case active = "ACTIVE", inactive = "INACTIVE"
 }
 
-/// One of the extra keys of a redundant-ingest configuration. Decoded and stored so the
-/// shape round-trips; this daemon does not offer redundant ingest.
+/// One of a redundant-ingest configuration's two keys: 0 is the configuration's own (the
+/// primary), 1 the backup; both publish as the configuration's participant.
 public struct RedundantIngestCredential: Codable, Hashable, Sendable {
     public var participantId: String?
     public var streamKey: String?

@@ -41,11 +41,17 @@ public struct IngestAdmissionRequest: Sendable, Equatable {
 /// An admitted publisher: where its media goes, and whom to tell how it ended.
 public protocol IngestPublication: Sendable {
     var publisher: LivePublisher { get }
+    /// The stage the publisher is on (a redundant-ingest feed's publisher is kept apart from it).
+    var stageArn: String { get }
     /// The publisher broke a rule after admission (bitrate, codec, malformed media): a
     /// PUBLISH_ERROR is recorded; `ended` follows when the connection is closed.
     func failed(_ error: IngestPublishError, reason: String)
     /// The publisher is gone (unpublished, disconnected, timed out, killed). Called once.
     func ended(reason: String)
+}
+
+extension IngestPublication {
+    public var stageArn: String { publisher.stageArn }
 }
 
 /// A WHIP publisher whose participant token verified: which stage, and who it is.

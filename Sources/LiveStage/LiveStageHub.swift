@@ -214,6 +214,9 @@ public final class LivePublisher: Sendable {
         var droppedTimestamps: Int64 = 0
         /// A composition's queue overflowed and its video waits for a keyframe.
         var keyframeWanted = false
+        /// Sees every setup and packet as placed on the stage clock (a redundant-ingest feed
+        /// hands its media to the switch that picks the participant's), under this lock.
+        var tap: (@Sendable (LiveMediaPacket) -> Void)?
     }
 
     public let stageArn: String
@@ -258,7 +261,14 @@ public final class LivePublisher: Sendable {
             guard !state.ended else { return }
             state.setups[configuration.codec.mediaType] = configuration
             for queue in state.queues { queue.push(packet) }
+            state.tap?(packet)
         }
+    }
+
+    /// Hands every setup and packet from now on, placed on the stage clock, to `tap` (called
+    /// under this publisher's lock: it must not call back into this publisher).
+    public func tap(_ tap: @escaping @Sendable (LiveMediaPacket) -> Void) {
+        state.withLock { $0.tap = tap }
     }
 
     /// One coded frame. `timestamp` is the publisher's decode time and `compositionOffset`
@@ -320,6 +330,7 @@ public final class LivePublisher: Sendable {
             }
         }
         for queue in state.queues where queue.push(packet) { state.keyframeWanted = true }
+        state.tap?(packet)
     }
 
     /// A queue of this publisher's media alone (its setups and cached GOP first), for a
@@ -363,6 +374,7 @@ public final class LivePublisher: Sendable {
             guard !state.ended else { return [] }
             state.ended = true
             state.leftAt = now
+            state.tap = nil
             defer { state.queues.removeAll() }
             return state.queues
         }

@@ -6,7 +6,13 @@ import Foundation
 import LiveStage
 import Persistence
 @testable import Server
+import Synchronization
 import Testing
+
+/// The connections a test's disconnect closures were asked to close.
+final class Closed: Sendable {
+    let names = Mutex<[String]>([])
+}
 
 @Suite struct AdmissionTests {
     static let recorded = "arn:aws:ivs:us-east-1:123456789012:stage/RecordedStg1"
@@ -55,6 +61,53 @@ import Testing
         #expect(Self.code(try await Self.admit(h, kind, "p1", on: ReplicationTests.stageA)) == .reuseOfStreamKey)
         #expect(Self.code(try await Self.admit(h, kind, "p2", on: ReplicationTests.stageA)) == nil)
         #expect(Self.code(try await Self.admit(h, kind, "p3", on: ReplicationTests.stageA)) == .quotaExceeded)
+    }
+
+    @Test("redundant ingest: the two keys are one participant; either may go, the participant leaves with the last; a key publishes once")
+    func redundantIngestIsOneParticipant() async throws {
+        let h = try await ReplicationTests.harness()
+        defer { h.running.cancel() }
+        let id = "RedundantCfg", arn = "arn:aws:ivs:us-east-1:123456789012:ingest-configuration/RedundantCfg"
+        var configuration = IngestConfiguration(arn: arn, ingestProtocol: .rtmp, streamKey: "rt_123456789012_us-east-1_\(id)_primarysecretprimarysecret",
+                                                stageArn: ReplicationTests.stageA, participantId: "pRed", state: .inactive, userId: "u",
+                                                attributes: [:], tags: [:])
+        ControlPlane<InMemoryCompositionStore>.setRedundantIngest(true, of: &configuration)
+        let credentials = try #require(configuration.redundantIngestCredentials)
+        let keys = credentials.compactMap(\.streamKey)
+        #expect(keys.count == 2 && keys[0] == configuration.streamKey && keys[1] != keys[0])
+        #expect(configuration.redundantIngestCredentials?.allSatisfy { $0.participantId == "pRed" } == true)
+        try await h.store.putIngestConfiguration(StoredIngestConfiguration(configuration: configuration, insecureIngest: true))
+        let closed = Closed()
+        func connect(_ key: String, _ name: String) async -> IngestAdmissionDecision {
+            await withCheckedContinuation { continuation in
+                h.runtime.admit(IngestAdmissionRequest(streamKey: key, transport: .rtmp, remoteAddress: "192.0.2.1:1"),
+                                disconnect: { _ in closed.names.withLock { $0.append(name) } }, decide: { continuation.resume(returning: $0) })
+            }
+        }
+        guard case .accepted(let primary) = await connect(keys[0], "primary"),
+              case .accepted(let backup) = await connect(keys[1], "backup") else { return #expect(Bool(false), "both keys publish") }
+        #expect(Self.code(await connect(keys[1], "again")) == .reuseOfStreamKey, "each key publishes once at a time")
+        #expect(Self.code(await connect(String(keys[1].dropLast()) + "x", "wrong")) == .invalidStreamKey)
+        #expect(await h.runtime.hub.publishers(stageArn: ReplicationTests.stageA).map(\.identity.participantId) == ["pRed"],
+                "the stage shows one participant")
+        try await h.wait("pRed", on: ReplicationTests.stageA, to: .connected)
+        // The primary goes: the participant stays (the backup is shown), still publishing.
+        primary.ended(reason: "killed")
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await h.runtime.isPublishing(ingestConfigurationArn: arn))
+        #expect(await h.runtime.hub.publishers(stageArn: ReplicationTests.stageA).count == 1)
+        try await h.wait("pRed", on: ReplicationTests.stageA, to: .connected)
+        // DisconnectParticipant closes whichever connections there are.
+        #expect(await h.runtime.disconnect(stageArn: ReplicationTests.stageA, participantId: "pRed", reason: "test"))
+        #expect(closed.names.withLock { $0 } == ["backup"])
+        backup.ended(reason: "closed")
+        try await h.wait("pRed", on: ReplicationTests.stageA, to: .disconnected)
+        #expect(await !h.runtime.isPublishing(ingestConfigurationArn: arn))
+        let stored = try await h.store.stageSessions(stageArn: ReplicationTests.stageA).compactMap(\.session.sessionId)
+        for session in stored {
+            let participant = try await h.store.participant(stageArn: ReplicationTests.stageA, sessionId: session, participantId: "pRed")
+            #expect(participant?.participant.redundantIngest == true)
+        }
     }
 
     @Test("a replica meets the same rules: the runtime refuses one into a recorded stage (ValidationException), nothing joins")

@@ -112,6 +112,26 @@ final class ModelDiscrepancyTests: XCTestCase {
         }
     }
 
+    func testRedundantIngestHasTwoCredentialsOfOneParticipant() async throws {
+        try await ControlPlaneRouterTests.makeApp(store: nil).test(.router) { client in
+            let created = try await Self.call(client, "CreateIngestConfiguration", #"{"ingestProtocol":"RTMPS","redundantIngest":true}"#)
+            let configuration = try XCTUnwrap(created.json["ingestConfiguration"] as? [String: Any])
+            XCTAssertEqual(configuration["redundantIngest"] as? Bool, true)
+            let credentials = try XCTUnwrap(configuration["redundantIngestCredentials"] as? [[String: String]])
+            XCTAssertEqual(credentials.count, 2)
+            XCTAssertEqual(credentials.first?["streamKey"], configuration["streamKey"] as? String, "credential 0 is the primary: its own key")
+            XCTAssertNotEqual(credentials.last?["streamKey"], credentials.first?["streamKey"])
+            XCTAssertEqual(Set(credentials.compactMap { $0["participantId"] }), [configuration["participantId"] as? String ?? "?"])
+            let arn = try XCTUnwrap(configuration["arn"] as? String)
+            let off = try await Self.call(client, "UpdateIngestConfiguration", #"{"arn":"\#(arn)","redundantIngest":false}"#)
+            let updated = try XCTUnwrap(off.json["ingestConfiguration"] as? [String: Any])
+            XCTAssertEqual(updated["redundantIngest"] as? Bool, false)
+            XCTAssertNil(updated["redundantIngestCredentials"], "no backup key once it is off")
+            let listed = try await Self.call(client, "ListIngestConfigurations", "{}")
+            XCTAssertEqual((listed.json["ingestConfigurations"] as? [[String: Any]])?.first?["redundantIngest"] as? Bool, false)
+        }
+    }
+
     func testEveryAnswerCarriesItsOwnRequestId() async throws {
         try await ControlPlaneRouterTests.makeApp(store: nil).test(.router) { client in
             var seen: Set<String> = []

@@ -210,7 +210,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
             phase = .publishing(publication)
             deadline?.cancel()
             logger[metadataKey: "participant.id"] = "\(publication.publisher.identity.participantId)"
-            logger.info("publisher admitted", metadata: ["stage.arn": "\(publication.publisher.stageArn)"])
+            logger.info("publisher admitted", metadata: ["stage.arn": "\(publication.stageArn)"])
             perform(session.acceptPublish())
         case .refused(let error, let reason):
             guard case .admitting = phase else { return }

@@ -19,11 +19,12 @@ extension ControlPlane {
             var generator = SystemRandomNumberGenerator()
             let key = StreamKey.generate(account: arnContext.account, region: arnContext.region, ingestConfigurationID: id.rawValue,
                                          using: &generator)
-            let value = IngestConfiguration(name: request.name, arn: arnContext.arn(.ingestConfiguration, id: id).description,
+            var value = IngestConfiguration(name: request.name, arn: arnContext.arn(.ingestConfiguration, id: id).description,
                                             ingestProtocol: request.ingestProtocol, streamKey: key.description,
                                             stageArn: request.stageArn ?? "", participantId: ResourceID.random().rawValue,
                                             state: .inactive, userId: request.userId, redundantIngest: false,
                                             attributes: request.attributes, tags: request.tags ?? [:])
+            Self.setRedundantIngest(request.redundantIngest ?? false, of: &value)
             try await storeCall { try await store.putIngestConfiguration(StoredIngestConfiguration(
                 configuration: value, insecureIngest: request.insecureIngest ?? false)) }
             return try APIJSON.encode(CreateIngestConfigurationResponse(ingestConfiguration: value))
@@ -54,6 +55,12 @@ extension ControlPlane {
                 }
                 stored.configuration.stageArn = stageArn
             }
+            if let redundant = request.redundantIngest, redundant != (stored.configuration.redundantIngest ?? false) {
+                if stored.configuration.state == .active {
+                    throw .conflict("arn: ingest configuration \(request.arn) is publishing; redundantIngest cannot change now")
+                }
+                Self.setRedundantIngest(redundant, of: &stored.configuration)
+            }
             let updated = stored
             try await storeCall { try await store.putIngestConfiguration(updated) }
             return try APIJSON.encode(UpdateIngestConfigurationResponse(ingestConfiguration: updated.configuration))
@@ -71,6 +78,21 @@ extension ControlPlane {
         default:
             throw .internalServer("\(operation.name) is not an ingest operation")
         }
+    }
+
+    /// Turns redundant ingest on (a backup stream key for the configuration's participant:
+    /// credential 0 is the configuration's own key, the primary; credential 1 the backup) or off.
+    static func setRedundantIngest(_ on: Bool, of configuration: inout IngestConfiguration) {
+        configuration.redundantIngest = on
+        guard on, let arn = IVSARN(parsing: configuration.arn, expecting: .ingestConfiguration) else {
+            configuration.redundantIngestCredentials = nil
+            return
+        }
+        var generator = SystemRandomNumberGenerator()
+        let backup = StreamKey.generate(for: arn, using: &generator)
+        configuration.redundantIngestCredentials = [
+            RedundantIngestCredential(participantId: configuration.participantId, streamKey: configuration.streamKey),
+            RedundantIngestCredential(participantId: configuration.participantId, streamKey: backup.description)]
     }
 
     /// An ingest configuration with its live `state`.

@@ -131,21 +131,29 @@ extension StageRuntime {
         let config = stored.configuration
         let identity = LiveParticipantIdentity(participantId: config.participantId, userId: config.userId ?? "",
                                                attributes: config.attributes ?? [:])
-        guard let storedKey = StreamKey(parsing: config.streamKey), Self.constantTimeEqual(storedKey.secret, key.secret) else {
+        // The configuration's key, or (redundant ingest) its backup credential's.
+        guard let credential = Self.credential(of: key.secret, in: config) else {
             return refuse(.invalidStreamKey, "wrong stream key for \(arn)", logger: requestLogger,
                           stage: config.stageArn, participantId: identity.participantId, userId: identity.userId)
         }
         guard !config.stageArn.isEmpty else {
             return refuse(.invalidStreamKey, "ingest configuration \(arn) has no stage", logger: requestLogger)
         }
+        let feed = config.redundantIngest == true ? credential : nil
+        if let feed { requestLogger[metadataKey: "ingest.feed"] = "\(Self.feedName(feed))" }
         let candidate = PublishCandidate(
             kind: .streamKey(request, key), stageArn: config.stageArn, identity: identity, transport: request.transport.rawValue,
-            connectionKey: arn, ingestConfigurationArn: arn,
+            connectionKey: Self.connectionKey(ingestConfigurationArn: arn, feed: feed), ingestConfigurationArn: arn,
             protocolRefusal: request.transport == .rtmp && !stored.insecureIngest ? "ingest configuration \(arn) requires RTMPS" : nil,
             claimForwarded: false)
-        let outcome = await admit(candidate, disconnect: disconnect, record: true, logger: requestLogger) { publisher, reservation in
-            Connection(publication: Publication(publisher: publisher, runtime: self), stageArn: candidate.stageArn,
-                       participantId: candidate.participantId, ingestConfigurationArn: arn, reservation: reservation)
+        let outcome: Result<Void, AdmissionRefusal>
+        if let feed {
+            outcome = await admitRedundant(candidate, feed: feed, disconnect: disconnect, logger: requestLogger)
+        } else {
+            outcome = await admit(candidate, disconnect: disconnect, record: true, logger: requestLogger) { publisher, reservation in
+                Connection(publication: Publication(publisher: publisher, runtime: self), stageArn: candidate.stageArn,
+                           participantId: candidate.participantId, ingestConfigurationArn: arn, reservation: reservation)
+            }.map { _ in () }
         }
         switch outcome {
         case .success:

@@ -40,6 +40,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
         var reservation: StageReservation? = nil
         /// An RTMP publisher whose stage is on another node: relayed there, not on this stage.
         var relay: RTMPRelay? = nil
+        /// One of a redundant participant's two connections (0 primary, 1 backup).
+        var redundantFeed: Int? = nil
     }
 
     enum Message: Sendable {
@@ -84,6 +86,8 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     var ledger = ParticipantLedger()
     /// Participant replication: each replica made on this node.
     var replicaEntries: [ReplicaEntry.Key: ReplicaEntry] = [:]
+    /// Redundant participants on a stage now, by `<stage ARN>/<participant ID>`.
+    var redundant: [String: RedundantEntry] = [:]
     /// Per participant, the tickets of its writes: the next to hand out, and the one writing (`inOrder`).
     private var participantWrites: [ParticipantRecordingKey: (next: UInt64, serving: UInt64)] = [:]
     private let participantWritten = ChangeSignal()
@@ -263,6 +267,7 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
             logger.info("relayed publisher left", metadata: ["stage.arn": "\(connection.stageArn)", "reason": "\(reason)"])
             return
         }
+        if let feed = connection.redundantFeed, await !redundantFeedEnded(connection, feed: feed) { return }
         await apply(book.leave(stageArn: connection.stageArn, participantId: connection.participantId, at: seconds()))
         if let reservation = connection.reservation { await ownership.release(reservation) }
         logger.info("publisher left the stage", metadata: ["stage.arn": "\(connection.stageArn)",
@@ -279,11 +284,15 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
                         sessionId: record.sessionId, startTime: APITimestamp(secondsSince1970: record.startTime),
                         endTime: record.endTime.map { APITimestamp(secondsSince1970: $0) })))
                 case .saveParticipant(let p):
+                    var redundant = false
+                    if let arn = p.ingestConfigurationArn {
+                        redundant = try await store.ingestConfiguration(arn: arn)?.configuration.redundantIngest ?? false
+                    }
                     let participant = Participant(
                         participantId: p.participantId, userId: p.userId, state: p.isConnected ? .connected : .disconnected,
                         firstJoinTime: APITimestamp(secondsSince1970: p.firstJoinTime), attributes: p.attributes,
                         published: p.hasPublished, protocol: ParticipantProtocol(rawValue: p.transport) ?? .unknown,
-                        ingestConfigurationArn: p.ingestConfigurationArn)
+                        ingestConfigurationArn: p.ingestConfigurationArn, redundantIngest: redundant)
                     let key = ParticipantRecordingKey(stageArn: p.stageArn, sessionId: p.sessionId, participantId: p.participantId)
                     var stored = StoredParticipant(stageArn: p.stageArn, sessionId: p.sessionId, participant: participant, recordingPrefix: nil)
                     ledger.decorate(&stored, key: key)
@@ -342,7 +351,9 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     // MARK: For the control plane
 
     /// Whether the ingest configuration is publishing now (its `state`).
-    public func isPublishing(ingestConfigurationArn arn: String) -> Bool { connections[arn] != nil }
+    public func isPublishing(ingestConfigurationArn arn: String) -> Bool {
+        connections[arn] != nil || connections[Self.connectionKey(ingestConfigurationArn: arn, feed: RedundantFeedSelector.backup)] != nil
+    }
 
     /// The stage's current session ID, if anyone is on it.
     public func activeSessionId(stageArn: String) -> String? { book.activeSession(stageArn: stageArn) }
@@ -467,11 +478,14 @@ public actor StageRuntime<Store: CompositionStore>: Service, IngestAdmission {
     /// An admitted publisher, as the ingest connection holds it.
     final class Publication: IngestPublication, @unchecked Sendable {
         let publisher: LivePublisher
+        let stageArn: String
         private weak var runtime: StageRuntime?
         private let didEnd = Atomic<Bool>(false)
 
-        init(publisher: LivePublisher, runtime: StageRuntime) {
+        /// `stageArn`: the stage it is on, when its publisher is kept apart (a redundant feed).
+        init(publisher: LivePublisher, runtime: StageRuntime, stageArn: String? = nil) {
             self.publisher = publisher
+            self.stageArn = stageArn ?? publisher.stageArn
             self.runtime = runtime
         }
 
