@@ -22,14 +22,15 @@ struct EncodedClip: Sendable {
     var width: Int
     var height: Int
 
-    static func make(videoCodec: String, extra: [String] = [], container: String = "mp4", seconds: Double = 1) throws -> EncodedClip {
+    static func make(videoCodec: String, extra: [String] = [], container: String = "mp4", seconds: Double = 1,
+                     size: String = "320x240") throws -> EncodedClip {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("forwarder-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("clip.\(container)").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=0x0000FF:size=320x240:rate=30",
+        process.arguments = ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=0x0000FF:size=\(size):rate=30",
                              "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "\(seconds)",
                              "-c:v", videoCodec] + extra + ["-pix_fmt", "yuv420p", "-c:a", "aac", file]
         process.standardError = FileHandle.nullDevice
@@ -67,6 +68,18 @@ enum Tags {
         let frameType: UInt8 = key ? 0x10 : 0x20
         if let cts { return [0x80 | frameType | 0x01] + Array(fourCC.utf8) + si24(cts) + data }
         return [0x80 | frameType | 0x03] + Array(fourCC.utf8) + data
+    }
+
+    /// E-RTMP v2 multitrack: one track in a message (OBS's form), or many, avc1.
+    static func oneTrack(_ track: UInt8, packetType: UInt8, key: Bool, body: [UInt8]) -> [UInt8] {
+        [0x80 | (key ? 0x10 : 0x20) | 0x06, 0x00 | packetType] + Array("avc1".utf8) + [track] + body
+    }
+    static func manyTracks(packetType: UInt8, key: Bool, _ tracks: [(UInt8, [UInt8])]) -> [UInt8] {
+        var bytes: [UInt8] = [0x80 | (key ? 0x10 : 0x20) | 0x06, 0x10 | packetType] + Array("avc1".utf8)
+        for (track, body) in tracks {
+            bytes += [track, UInt8((body.count >> 16) & 0xFF), UInt8((body.count >> 8) & 0xFF), UInt8(body.count & 0xFF)] + body
+        }
+        return bytes
     }
 
     static func si24(_ value: Int32) -> [UInt8] {
@@ -158,6 +171,105 @@ struct RTMPMediaForwarderTests {
         #expect(result.outcomes.allSatisfy { $0 == .forwarded })
         #expect(result.size == PixelSize(width: 320, height: 240))
         #expect(isBlue(result.centre))
+    }
+
+    @Test("E-RTMP multitrack: the smallest track that covers the tiles, the largest for a recording or when none does")
+    func multitrackTrackRule() {
+        let tracks: [UInt8: CodecConfiguration] = [
+            0: CodecConfiguration(codec: .h264, width: 1280, height: 720), 1: CodecConfiguration(codec: .h264, width: 640, height: 360),
+            2: CodecConfiguration(codec: .h264, width: 320, height: 180)]
+        let cases: [(LiveVideoDemand, Bool, UInt8?)] = [
+            (.atLeast(width: 316, height: 178), true, 2), (.atLeast(width: 320, height: 180), true, 2),
+            (.atLeast(width: 321, height: 100), true, 1), (.atLeast(width: 630, height: 400), true, 0),
+            (.atLeast(width: 4000, height: 4000), true, 0), (.largest, true, 0), (.none, true, 2),
+            (.atLeast(width: 100, height: 100), false, 0), (.none, false, 0)]
+        for (demand, fits, expected) in cases {
+            #expect(RTMPMediaForwarder.track(for: demand, among: tracks, fitsTiles: fits) == expected, "\(demand) fits \(fits)")
+        }
+        #expect(RTMPMediaForwarder.track(for: .largest, among: [:], fitsTiles: true) == nil)
+    }
+
+    @Test("E-RTMP multitrack: one rendition reaches the stage, switched at the new track's keyframe when the tiles change")
+    func multitrackFollowsTheTiles() async throws {
+        let (large, small) = try await onThread {
+            (try EncodedClip.make(videoCodec: "libx264", extra: ["-g", "10", "-bf", "0", "-preset", "ultrafast"]),
+             try EncodedClip.make(videoCodec: "libx264", extra: ["-g", "10", "-bf", "0", "-preset", "ultrafast"], size: "160x120"))
+        }
+        let hub = LiveStageHub(clock: ManualMediaClock())
+        let subscription = hub.subscribe(stageArn: stageArn)
+        let publisher = hub.join(stageArn: stageArn, identity: LiveParticipantIdentity(participantId: "p", userId: "p", attributes: [:]))
+        let queue = subscription.snapshot().entries[0].queue
+        queue.videoDemand = .atLeast(width: 150, height: 100)
+        var forwarder = RTMPMediaForwarder()
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.oneTrack(0, packetType: 0, key: true, body: large.video)),
+                                  to: publisher) == .forwarded)
+        #expect(forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.oneTrack(1, packetType: 0, key: true, body: small.video)),
+                                  to: publisher) == .forwarded)
+        let largeFrames = large.packets.filter { $0.type == .video }, smallFrames = small.packets.filter { $0.type == .video }
+        var shown: [(index: Int, track: UInt8)] = []
+        for index in 0..<min(largeFrames.count, smallFrames.count) {
+            if index == 15 { queue.videoDemand = .atLeast(width: 300, height: 200) }
+            let a = largeFrames[index], b = smallFrames[index]
+            // Half as one message of both tracks, half as a message per track.
+            let payloads: [[UInt8]] = index % 2 == 0
+                ? [Tags.manyTracks(packetType: 1, key: a.key, [(0, Tags.si24(a.ctsMs) + a.data), (1, Tags.si24(b.ctsMs) + b.data)])]
+                : [Tags.oneTrack(0, packetType: 1, key: a.key, body: Tags.si24(a.ctsMs) + a.data),
+                   Tags.oneTrack(1, packetType: 3, key: b.key, body: b.data)]
+            for payload in payloads {
+                #expect(forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: a.dtsMs, payload: payload), to: publisher).rejection == nil)
+                if let change = forwarder.takeShownTrack() { shown.append((index, change.track)) }
+            }
+        }
+        var sizes: [Int] = [], frames: [[UInt8]] = []
+        while case .packet(let packet) = queue.pop() {
+            switch packet.content {
+            case .configuration(let setup): sizes.append(setup.width)
+            case .data(let bytes): frames.append(bytes)
+            }
+        }
+        // Track 0's setup came first, so its first keyframe went out; the small track from its
+        // first keyframe on; the large one again at its keyframe after the tiles grew.
+        #expect(shown.map(\.track) == [1, 0] && shown.map(\.index) == [0, 20], "switched at keyframes: \(shown)")
+        #expect(sizes == [320, 160, 320])
+        #expect(frames == [largeFrames[0].data] + smallFrames[0..<20].map(\.data) + largeFrames[20...].map(\.data),
+                "one track at a time, whole GOPs")
+        // Without the rule: the largest, always.
+        var largest = RTMPMediaForwarder()
+        largest.fitsTiles = false
+        let other = hub.join(stageArn: stageArn, identity: LiveParticipantIdentity(participantId: "q", userId: "q", attributes: [:]))
+        _ = largest.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.oneTrack(1, packetType: 0, key: true, body: small.video)), to: other)
+        _ = largest.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.oneTrack(0, packetType: 0, key: true, body: large.video)), to: other)
+        _ = largest.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.oneTrack(0, packetType: 1, key: true,
+                                                                                                body: Tags.si24(0) + largeFrames[0].data)), to: other)
+        #expect(largest.shownTrack == 0)
+        subscription.cancel()
+    }
+
+    @Test("E-RTMP multitrack: a ManyTracks message decodes as the largest track for a consumer that wants it; a ninth track is refused")
+    func multitrackDecodesAndIsBounded() async throws {
+        let clip = try await onThread { try EncodedClip.make(videoCodec: "libx264", extra: ["-bf", "0", "-preset", "ultrafast"]) }
+        var list = [RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.manyTracks(packetType: 0, key: true, [(3, clip.video)])),
+                    RTMPMediaMessage(kind: .audio, timestamp: 0, payload: Tags.aacConfig(clip.audio))]
+        for packet in clip.packets {
+            list.append(packet.type == .video
+                ? RTMPMediaMessage(kind: .video, timestamp: packet.dtsMs,
+                                   payload: Tags.manyTracks(packetType: 1, key: packet.key, [(3, Tags.si24(packet.ctsMs) + packet.data)]))
+                : RTMPMediaMessage(kind: .audio, timestamp: packet.dtsMs, payload: Tags.aac(packet.data)))
+        }
+        let result = try decode(list)
+        #expect(result.outcomes.allSatisfy { $0 == .forwarded })
+        #expect(result.size == PixelSize(width: 320, height: 240))
+        #expect(isBlue(result.centre))
+
+        let hub = LiveStageHub(clock: ManualMediaClock())
+        let publisher = hub.join(stageArn: stageArn, identity: LiveParticipantIdentity(participantId: "p", userId: "p", attributes: [:]))
+        var forwarder = RTMPMediaForwarder()
+        let outcomes = (0..<9).map { track in
+            forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: 0, payload: Tags.oneTrack(UInt8(track), packetType: 0, key: true,
+                                                                                                  body: clip.video)), to: publisher)
+        }
+        #expect(outcomes.prefix(8).allSatisfy { $0 == .forwarded })
+        #expect(outcomes[8].rejection == .invalidInput)
     }
 
     @Test("codecs we cannot decode and malformed tags are rejected with the model's error codes")

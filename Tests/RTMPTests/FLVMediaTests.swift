@@ -87,13 +87,41 @@ struct FLVVideoTests {
         #expect(try FLVMediaPacket.parseVideo([0x91] + Array("avc1".utf8) + [0, 0, 5, 9]) == .videoFrame(codec: .avc, isKeyframe: true, compositionTimeMs: 5, data: [9]))
     }
 
+    @Test("E-RTMP v2 multitrack video: one track, many tracks with sizes, many codecs; truncations throw; nesting and floods are refused")
+    func multitrackVideo() throws {
+        let avc1 = Array("avc1".utf8), hvc1 = Array("hvc1".utf8)
+        // OneTrack: the rest of the message is the track's body.
+        #expect(try FLVMediaPacket.parseVideo([0x96, 0x00] + avc1 + [2, 0xAA, 0xBB])
+                == .multitrackVideo([FLVTrackPacket(track: 2, packet: .videoConfig(codec: .avc, record: [0xAA, 0xBB]))]))
+        // ManyTracks, coded frames (composition time first), a keyframe for every track.
+        #expect(try FLVMediaPacket.parseVideo([0x96, 0x11] + avc1 + [0, 0, 0, 4, 0, 0, 1, 9] + [1, 0, 0, 5, 0, 0, 0, 7, 8])
+                == .multitrackVideo([
+                    FLVTrackPacket(track: 0, packet: .videoFrame(codec: .avc, isKeyframe: true, compositionTimeMs: 1, data: [9])),
+                    FLVTrackPacket(track: 1, packet: .videoFrame(codec: .avc, isKeyframe: true, compositionTimeMs: 0, data: [7, 8]))]))
+        // ManyTracksManyCodecs: each track names its codec; CodedFramesX has no composition time.
+        #expect(try FLVMediaPacket.parseVideo([0xA6, 0x23] + avc1 + [0, 0, 0, 1, 5] + hvc1 + [1, 0, 0, 1, 6])
+                == .multitrackVideo([
+                    FLVTrackPacket(track: 0, packet: .videoFrame(codec: .avc, isKeyframe: false, compositionTimeMs: 0, data: [5])),
+                    FLVTrackPacket(track: 1, packet: .videoFrame(codec: .hevc, isKeyframe: false, compositionTimeMs: 0, data: [6]))]))
+        #expect(throws: FLVMediaError.truncated("track 1 body")) {
+            try FLVMediaPacket.parseVideo([0x96, 0x11] + avc1 + [1, 0, 0, 9, 1])
+        }
+        #expect(throws: FLVMediaError.truncated("track ID")) { try FLVMediaPacket.parseVideo([0x96, 0x00] + avc1) }
+        #expect(throws: FLVMediaError.truncated("multitrack FourCC")) { try FLVMediaPacket.parseVideo([0x96, 0x00, 0x61]) }
+        #expect(try FLVMediaPacket.parseVideo([0x96, 0x06] + avc1) == .unsupported("video packet type 6 inside a multitrack message"))
+        #expect(try FLVMediaPacket.parseVideo([0x96, 0x30] + avc1) == .unsupported("multitrack type 3"))
+        #expect(try FLVMediaPacket.parseVideo([0x96, 0x00] + Array("vvc1".utf8) + [0]) == .multitrackVideo([
+            FLVTrackPacket(track: 0, packet: .unsupported("video FourCC 'vvc1'"))]))
+        let flood = (0..<17).flatMap { track -> [UInt8] in [UInt8(track), 0, 0, 1, 0] }
+        #expect(try FLVMediaPacket.parseVideo([0x96, 0x10] + avc1 + flood) == .unsupported("more than 16 tracks in one video message"))
+    }
+
     @Test("enhanced packets without media, and what we cannot decode")
     func enhancedOthers() throws {
         let hvc1 = Array("hvc1".utf8)
         #expect(try FLVMediaPacket.parseVideo([0x94] + hvc1 + [0x02, 0x00, 0x09]) == .ignored("video metadata"))
         #expect(try FLVMediaPacket.parseVideo([0xD0, 0x01]) == .ignored("video command frame"))
         #expect(try FLVMediaPacket.parseVideo([0x95] + Array("av01".utf8)) == .unsupported("MPEG-2 TS sequence start (av1)"))
-        #expect(try FLVMediaPacket.parseVideo([0x96, 0x00] + hvc1) == .unsupported("E-RTMP v2 multitrack video"))
         #expect(try FLVMediaPacket.parseVideo([0x97, 0x02]) == .unsupported("E-RTMP v2 ModEx video packet"))
         #expect(try FLVMediaPacket.parseVideo([0x91] + Array("vvc1".utf8)) == .unsupported("video FourCC 'vvc1'"))
         #expect(try FLVMediaPacket.parseVideo([0x91, 0, 1, 2, 0xFF]) == .unsupported("video FourCC 0x000102ff"))

@@ -27,10 +27,24 @@ public enum FLVMediaPacket: Equatable, Sendable {
     /// One audio frame. `sampleRate`/`channels` come from the legacy FLV flags for MP3; for
     /// AAC they are nil (the AudioSpecificConfig is authoritative).
     case audioFrame(codec: FLVAudioCodec, data: [UInt8], sampleRate: Int?, channels: Int?)
+    /// An E-RTMP v2 multitrack video message: each track's packet (a setup, a frame, an end
+    /// of sequence), in the order sent. A plain video message is track 0.
+    case multitrackVideo([FLVTrackPacket])
     /// Carries no media: command frames, E-RTMP metadata, silence, end of audio sequence.
     case ignored(String)
     /// Media we cannot decode; the reason names the codec or feature.
     case unsupported(String)
+}
+
+/// One track's part of a multitrack video message.
+public struct FLVTrackPacket: Equatable, Sendable {
+    public var track: UInt8
+    public var packet: FLVMediaPacket
+
+    public init(track: UInt8, packet: FLVMediaPacket) {
+        self.track = track
+        self.packet = packet
+    }
 }
 
 /// A payload too short for its own headers, or a malformed configuration record.
@@ -139,7 +153,8 @@ extension FLVMediaPacket {
         case VideoPacketType.modEx:
             return .unsupported("E-RTMP v2 ModEx video packet")
         case VideoPacketType.multitrack:
-            return .unsupported("E-RTMP v2 multitrack video")
+            if frameType == VideoFrameType.command { return .ignored("video command frame") }
+            return try parseMultitrackVideo(frameType: frameType, reader: &reader)
         default:
             break
         }
@@ -147,6 +162,65 @@ extension FLVMediaPacket {
             return .ignored("video command frame")
         }
         guard let fourCC = reader.readBytes(4) else { throw .truncated("video FourCC") }
+        return try enhancedVideo(fourCC: fourCC, packetType: packetType, frameType: frameType, reader: &reader)
+    }
+
+    private enum AvMultitrackType {
+        static let oneTrack: UInt8 = 0
+        static let manyTracks: UInt8 = 1
+        static let manyTracksManyCodecs: UInt8 = 2
+    }
+
+    /// More tracks than any encoder sends in one message (OBS sends up to 5 renditions).
+    public static let maxTracksPerMessage = 16
+
+    /// E-RTMP v2 multitrack: the tracks' own packet type and (unless each track names its
+    /// own) FourCC, then each track's ID, its size (unless it is the only one) and its body.
+    private static func parseMultitrackVideo(frameType: UInt8, reader: inout ByteReader) throws(FLVMediaError) -> FLVMediaPacket {
+        guard let types = reader.readUInt8() else { throw .truncated("multitrack type") }
+        let multitrackType = types >> 4, packetType = types & 0x0F
+        guard multitrackType <= AvMultitrackType.manyTracksManyCodecs else {
+            return .unsupported("multitrack type \(multitrackType)")
+        }
+        guard packetType != VideoPacketType.multitrack, packetType != VideoPacketType.modEx else {
+            return .unsupported("video packet type \(packetType) inside a multitrack message")
+        }
+        var shared: [UInt8]?
+        if multitrackType != AvMultitrackType.manyTracksManyCodecs {
+            guard let fourCC = reader.readBytes(4) else { throw .truncated("multitrack FourCC") }
+            shared = fourCC
+        }
+        var tracks: [FLVTrackPacket] = []
+        repeat {
+            let fourCC: [UInt8]
+            if let shared {
+                fourCC = shared
+            } else {
+                guard let own = reader.readBytes(4) else { throw .truncated("track FourCC") }
+                fourCC = own
+            }
+            guard let track = reader.readUInt8() else { throw .truncated("track ID") }
+            var body: ByteReader
+            if multitrackType == AvMultitrackType.oneTrack {
+                body = ByteReader(reader.readRemaining())
+            } else {
+                guard let size = reader.readUInt24(), let bytes = reader.readBytes(Int(size)) else {
+                    throw .truncated("track \(track) body")
+                }
+                body = ByteReader(bytes)
+            }
+            guard tracks.count < maxTracksPerMessage else {
+                return .unsupported("more than \(maxTracksPerMessage) tracks in one video message")
+            }
+            tracks.append(FLVTrackPacket(track: track, packet: try enhancedVideo(fourCC: fourCC, packetType: packetType,
+                                                                                 frameType: frameType, reader: &body)))
+        } while multitrackType != AvMultitrackType.oneTrack && !reader.isAtEnd
+        return .multitrackVideo(tracks)
+    }
+
+    /// An enhanced video body after its FourCC.
+    private static func enhancedVideo(fourCC: [UInt8], packetType: UInt8, frameType: UInt8,
+                                      reader: inout ByteReader) throws(FLVMediaError) -> FLVMediaPacket {
         let codec: FLVVideoCodec
         switch fourCC {
         case Array("avc1".utf8): codec = .avc

@@ -25,6 +25,8 @@ public struct RTMPConnectionPolicy: Sendable {
     public var messageRate: MessageRateLimit
     /// The codecs the compositions can decode (the daemon passes what its FFmpeg has).
     public var decodableCodecs: Set<CompressedCodec>
+    /// E-RTMP multitrack: the smallest track that covers the consumers' tiles (false: the largest).
+    public var multitrackFitsTiles = true
 
     /// An ingest server takes messages up to 8 MiB: a 1080p keyframe at the maximum bitrate
     /// is well under that.
@@ -75,6 +77,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         self.policy = policy
         messageRate = policy.messageRate
         forwarder = RTMPMediaForwarder(decodable: policy.decodableCodecs)
+        forwarder.fitsTiles = policy.multitrackFitsTiles
         self.clock = clock
         self.registry = registry
         self.logger = logger
@@ -231,7 +234,10 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         }
         switch forwarder.forward(message, to: publication.publisher) {
         case .forwarded, .ignored:
-            break
+            if let shown = forwarder.takeShownTrack(), forwarder.tracks.count > 1 || shown.track != 0 {
+                logger.info("multitrack track shown", metadata: ["track": "\(shown.track)", "width": "\(shown.setup.width)",
+                                                                 "height": "\(shown.setup.height)", "tracks": "\(forwarder.tracks.count)"])
+            }
         case .reject(let error, let reason):
             publication.failed(error, reason: reason)
             close(reason: "\(error.rawValue): \(reason)")

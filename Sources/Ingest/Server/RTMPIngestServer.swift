@@ -19,8 +19,12 @@ public struct RTMPIngestListener: Sendable {
     public var port: Int
     /// Present for RTMPS.
     public var tls: TLSConfiguration?
+    /// E-RTMP multitrack publishers are composed from the smallest track that covers their
+    /// tiles (false: the largest).
+    public var multitrackFitsTiles = true
 
-    public init(host: String, port: Int, tls: TLSConfiguration? = nil) {
+    public init(host: String, port: Int, tls: TLSConfiguration? = nil, multitrackFitsTiles: Bool = true) {
+        self.multitrackFitsTiles = multitrackFitsTiles
         self.host = host
         self.port = port
         self.tls = tls
@@ -104,7 +108,9 @@ public final class RTMPIngestServer: Service, Sendable {
     private func bind(_ listener: RTMPIngestListener) async throws -> any Channel {
         let tlsContext = try listener.tls.map { try NIOSSLContext(configuration: $0) }
         let admission = self.admission
-        let policy = self.policy
+        var listenerPolicy = self.policy
+        listenerPolicy.multitrackFitsTiles = listener.multitrackFitsTiles
+        let policy = listenerPolicy
         let clock = self.clock
         let registry = self.registry
         let idleTimeout = self.idleTimeout

@@ -16,7 +16,17 @@ public enum ForwardOutcome: Equatable, Sendable {
 }
 
 public struct RTMPMediaForwarder: Sendable {
+    /// The video setup the publisher was given last (the shown track's).
     public private(set) var videoSetup: CodecConfiguration?
+    /// Each video track's setup (E-RTMP multitrack; a plain stream is track 0).
+    public private(set) var tracks: [UInt8: CodecConfiguration] = [:]
+    /// The track the publisher's consumers get; another is switched to at its keyframe.
+    public private(set) var shownTrack: UInt8?
+    /// The consumers get the smallest track that covers their tiles (false: the largest).
+    public var fitsTiles = true
+    /// Video tracks one connection may set up (OBS sends up to five renditions).
+    public static let maxTracks = 8
+    private var shownChanged = false
     public private(set) var audioSetup: CodecConfiguration?
     /// A bounded count of frames dropped because no setup had arrived yet (for logs).
     public private(set) var framesBeforeSetup = 0
@@ -58,31 +68,18 @@ public struct RTMPMediaForwarder: Sendable {
         let (micros, overflow) = message.timestamp.multipliedReportingOverflow(by: 1000)
         guard !overflow else { return .reject(.invalidInput, reason: "timestamp \(message.timestamp) ms out of range") }
         switch packet {
-        case .videoConfig(let codec, let record):
-            guard let compressed = Self.codec(for: codec), decodable.contains(compressed) else {
-                return .reject(.invalidVideoCodec, reason: "video codec \(codec) cannot be decoded")
+        case .videoConfig, .videoFrame:
+            return forwardVideo(FLVTrackPacket(track: 0, packet: packet), micros: micros, to: publisher)
+        case .multitrackVideo(let parts):
+            var outcome = ForwardOutcome.ignored
+            for part in parts {
+                switch forwardVideo(part, micros: micros, to: publisher) {
+                case .forwarded: outcome = .forwarded
+                case .ignored: continue
+                case .reject(let code, let reason): return .reject(code, reason: reason)
+                }
             }
-            var setup = CodecConfiguration(codec: compressed, extradata: record)
-            if compressed == .h264, let sps = try? AVCDecoderConfigurationRecord(parsing: record).firstSequenceParameterSet() {
-                setup.width = sps.width
-                setup.height = sps.height
-            }
-            if setup != videoSetup {
-                videoSetup = setup
-                publisher.announce(setup)
-            }
-            return .forwarded
-        case .videoFrame(let codec, let isKeyframe, let compositionTimeMs, let data):
-            guard let setup = videoSetup, Self.codec(for: codec) == setup.codec else {
-                framesBeforeSetup += 1
-                return .ignored
-            }
-            let limit = Self.maxCompositionOffsetMs
-            let offsetMs = min(max(compositionTimeMs, -limit), limit)
-            if offsetMs != compositionTimeMs { compositionOffsetsClamped &+= 1 }
-            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(offsetMs) &* 1000,
-                           isKeyframe: isKeyframe)
-            return .forwarded
+            return outcome
         case .audioConfig(let codec, let config):
             guard let compressed = Self.codec(for: codec), decodable.contains(compressed) else {
                 return .reject(.invalidAudioCodec, reason: "audio codec \(codec) cannot be decoded")
@@ -117,6 +114,90 @@ public struct RTMPMediaForwarder: Sendable {
             return .ignored
         case .unsupported(let what):
             return .reject(isVideo ? .invalidVideoCodec : .invalidAudioCodec, reason: what)
+        }
+    }
+
+    /// One track's setup or frame. The shown track's frames reach the publisher; when its
+    /// consumers want another (`track(for:among:)`), that one is shown from its next keyframe.
+    private mutating func forwardVideo(_ part: FLVTrackPacket, micros: Int64, to publisher: LivePublisher) -> ForwardOutcome {
+        let track = part.track
+        switch part.packet {
+        case .videoConfig(let codec, let record):
+            guard let compressed = Self.codec(for: codec), decodable.contains(compressed) else {
+                return .reject(.invalidVideoCodec, reason: "video codec \(codec) cannot be decoded")
+            }
+            guard tracks[track] != nil || tracks.count < Self.maxTracks else {
+                return .reject(.invalidInput, reason: "more than \(Self.maxTracks) video tracks")
+            }
+            var setup = CodecConfiguration(codec: compressed, extradata: record)
+            if compressed == .h264, let sps = try? AVCDecoderConfigurationRecord(parsing: record).firstSequenceParameterSet() {
+                setup.width = sps.width
+                setup.height = sps.height
+            }
+            tracks[track] = setup
+            if shownTrack == nil { show(track) }
+            if track == shownTrack, setup != videoSetup {
+                videoSetup = setup
+                publisher.announce(setup)
+            }
+            return .forwarded
+        case .videoFrame(let codec, let isKeyframe, let compositionTimeMs, let data):
+            guard let setup = tracks[track], Self.codec(for: codec) == setup.codec else {
+                framesBeforeSetup += 1
+                return .ignored
+            }
+            if track != shownTrack {
+                // Another track is wanted: shown from this keyframe on.
+                guard isKeyframe, tracks.count > 1,
+                      Self.track(for: publisher.videoDemand, among: tracks, fitsTiles: fitsTiles) == track else { return .ignored }
+                show(track)
+                if setup != videoSetup {
+                    videoSetup = setup
+                    publisher.announce(setup)
+                }
+            }
+            let limit = Self.maxCompositionOffsetMs
+            let offsetMs = min(max(compositionTimeMs, -limit), limit)
+            if offsetMs != compositionTimeMs { compositionOffsetsClamped &+= 1 }
+            publisher.push(.video, data: data, timestamp: micros, compositionOffset: Int64(offsetMs) &* 1000,
+                           isKeyframe: isKeyframe)
+            return .forwarded
+        case .videoEndOfSequence, .ignored:
+            return .ignored
+        case .unsupported(let what):
+            return .reject(.invalidVideoCodec, reason: what)
+        case .multitrackVideo, .audioConfig, .audioFrame:
+            return .reject(.invalidInput, reason: "a multitrack video message holds video only")
+        }
+    }
+
+    private mutating func show(_ track: UInt8) {
+        shownTrack = track
+        shownChanged = true
+    }
+
+    /// The track shown since the last call, once (for the connection's log).
+    public mutating func takeShownTrack() -> (track: UInt8, setup: CodecConfiguration)? {
+        guard shownChanged, let track = shownTrack, let setup = tracks[track] else { return nil }
+        shownChanged = false
+        return (track, setup)
+    }
+
+    /// The track for consumers that need `demand`: the smallest that covers it, the largest
+    /// when one wants the largest or none covers it, the smallest when nobody shows it
+    /// (`fitsTiles` false: always the largest). Ties go to the lower track ID.
+    public static func track(for demand: LiveVideoDemand, among tracks: [UInt8: CodecConfiguration], fitsTiles: Bool) -> UInt8? {
+        let sized = tracks.sorted { a, b in
+            let areaA = a.value.width &* a.value.height, areaB = b.value.width &* b.value.height
+            return areaA != areaB ? areaA < areaB : a.key < b.key
+        }
+        guard let largest = sized.last?.key else { return nil }
+        guard fitsTiles else { return largest }
+        switch demand {
+        case .largest: return largest
+        case .none: return sized.first?.key
+        case .atLeast(let width, let height):
+            return sized.first { $0.value.width >= width && $0.value.height >= height }?.key ?? largest
         }
     }
 

@@ -322,7 +322,10 @@ func makeIngestServer(configuration: ServerConfiguration, admission: any IngestA
                       logger: Logger) throws -> RTMPIngestServer? {
     let ingest = configuration.ingest
     var listeners: [RTMPIngestListener] = []
-    if ingest.rtmp.enabled { listeners.append(RTMPIngestListener(host: ingest.rtmp.host, port: ingest.rtmp.port)) }
+    if ingest.rtmp.enabled {
+        listeners.append(RTMPIngestListener(host: ingest.rtmp.host, port: ingest.rtmp.port,
+                                            multitrackFitsTiles: ingest.rtmp.multitrackFitsTiles))
+    }
     if ingest.rtmps.enabled {
         let tls: TLSConfiguration
         if let certificate = ingest.certificateFile, let key = ingest.privateKeyFile {
@@ -334,7 +337,8 @@ func makeIngestServer(configuration: ServerConfiguration, admission: any IngestA
                           metadata: ["certificate": "\(file)"])
             tls = selfSigned
         }
-        listeners.append(RTMPIngestListener(host: ingest.rtmps.host, port: ingest.rtmps.port, tls: tls))
+        listeners.append(RTMPIngestListener(host: ingest.rtmps.host, port: ingest.rtmps.port, tls: tls,
+                                             multitrackFitsTiles: ingest.rtmps.multitrackFitsTiles))
     }
     guard !listeners.isEmpty else { return nil }
     var ingestLogger = logger

@@ -268,16 +268,22 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             public var enabled: Bool
             public var host: String
             public var port: Int
-            public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int) {
+            /// E-RTMP multitrack publishers are composed from the smallest track that covers
+            /// every tile showing them (a 12-person grid decodes a small rendition); when
+            /// false, always the largest. Recordings and replicas take the largest.
+            public var multitrackFitsTiles: Bool
+            public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int, multitrackFitsTiles: Bool = true) {
                 self.enabled = enabled
                 self.host = host
                 self.port = port
+                self.multitrackFitsTiles = multitrackFitsTiles
             }
             public init(from decoder: any Decoder) throws {
                 let c = try decoder.container(keyedBy: CodingKeys.self)
                 enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
                 host = try c.decodeIfPresent(String.self, forKey: .host) ?? "127.0.0.1"
                 port = try c.decodeIfPresent(Int.self, forKey: .port) ?? Self.defaultPort(key: decoder.codingPath.last)
+                multitrackFitsTiles = try c.decodeIfPresent(Bool.self, forKey: .multitrackFitsTiles) ?? true
             }
 
             /// `ingest.rtmps` listens on 1936 unless told otherwise, `ingest.rtmp` on 1935.
