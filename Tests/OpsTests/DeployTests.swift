@@ -98,7 +98,7 @@ struct ConfigExampleTests {
         "lifecycle.shutdownGraceSeconds",
         "events.file", "events.stdout", "events.webhook", "maxRequestBodyBytes", "encoderPreset", "logLevel",
         "ingest.rtmp.enabled", "ingest.rtmp.host", "ingest.rtmp.port", "ingest.rtmps.enabled", "ingest.rtmps.host",
-        "ingest.rtmps.port", "ingest.publicHost", "ingest.latencyMs", "ingest.minimumLatencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
+        "ingest.rtmps.port", "ingest.rtmps.multitrackFitsTiles", "ingest.publicHost", "ingest.latencyMs", "ingest.minimumLatencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
         "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",
         "ingest.whip.enabled", "ingest.whip.host", "ingest.whip.port", "ingest.whip.advertisedHost",
         "ingest.whip.consentTimeoutSeconds", "ingest.whip.acceptSimulcast", "ingest.whip.simulcastLayerFitsTiles", "ingest.whip.maxSessions",
