@@ -84,8 +84,15 @@ if [[ -n "$test" ]]; then
   python="$venv/bin/python3"
   in_venv() { PATH="$venv/bin:$PATH" "$@"; }
   wanted=()
-  # The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3.
-  if ! in_venv command -v aws >/dev/null || ! "$python" -c "import boto3" 2>/dev/null; then wanted+=(awscli boto3); fi
+  # The daemon tests drive `stage-compositor serve` with the AWS CLI and boto3, pinned: the
+  # conformance suite (conformance_tests.py) checks the daemon against the installed botocore's
+  # model, so a new botocore release must not turn a fresh clone's tests red. To see what a
+  # newer model adds: `.build/venv/bin/pip install -U awscli boto3`, then run that suite.
+  botocore_pin=1.44.8
+  if ! in_venv command -v aws >/dev/null \
+     || ! "$python" -c "import boto3, botocore, sys; sys.exit(botocore.__version__ != '$botocore_pin')" 2>/dev/null; then
+    wanted+=(awscli==1.46.3 "boto3==$botocore_pin" "botocore==$botocore_pin")
+  fi
   # The live tests measure composites with numpy.
   if ! "$python" -c "import numpy" 2>/dev/null; then wanted+=(numpy); fi
   # WHIP tests publish with aiortc (a WebRTC peer) and sign tokens with cryptography.

@@ -35,8 +35,8 @@ import APIModels
             #expect(APIOperation.route(method: "POST", path: "/" + operation.name) == .init(operation: operation, resourceArn: nil))
             #expect(APIOperation.route(method: "GET", path: "/" + operation.name) == nil)
         }
-        #expect(APIOperation.modelOperations.count == 39)
-        #expect(APIOperation.allCases.count == 41)
+        #expect(APIOperation.modelOperations.count == 40)
+        #expect(APIOperation.allCases.count == 42)
         #expect(APIOperation.allCases.allSatisfy { $0.successCode == 200 })
     }
 

@@ -107,7 +107,7 @@ struct LiveStageShapeTests {
                                       published: true, protocol: .rtmps,
                                       ingestConfigurationArn: ingestArn)
         let text = try APIJSON.encodeString(GetParticipantResponse(participant: participant))
-        #expect(text == #"{"participant":{"attributes":{"a":"b"},"firstJoinTime":"2023-11-14T22:13:20Z","ingestConfigurationArn":"\#(ingestArn)","participantId":"p1","protocol":"RTMPS","published":true,"recordingS3BucketName":"","recordingS3Prefix":"","recordingState":"DISABLED","replicationType":"NONE","state":"CONNECTED","userId":"u"}}"#)
+        #expect(text == #"{"participant":{"attributes":{"a":"b"},"firstJoinTime":"2023-11-14T22:13:20Z","ingestConfigurationArn":"\#(ingestArn)","participantId":"p1","protocol":"RTMPS","published":true,"recordingS3BucketName":"","recordingS3Prefix":"","recordingState":"DISABLED","redundantIngest":false,"replicationType":"NONE","state":"CONNECTED","userId":"u"}}"#)
         let event = ParticipantEvent(name: .publishError, participantId: "p1", eventTime: APITimestamp(secondsSince1970: 0),
                                      errorCode: .bitrateExceeded)
         #expect(try APIJSON.encodeString(event) == #"{"errorCode":"BITRATE_EXCEEDED","eventTime":"1970-01-01T00:00:00Z","name":"PUBLISH_ERROR","participantId":"p1"}"#)

@@ -148,7 +148,7 @@ let sessionId = "st-ZyXwvu1T2sABc"
                                       firstJoinTime: APITimestamp(iso8601: "2024-05-01T10:00:05Z"), attributes: [:],
                                       published: false, protocol: .whip)
         #expect(try APIJSON.encodeString(ListParticipantsResponse(participants: [participant.summary], nextToken: "djE6eA=="))
-            == #"{"nextToken":"djE6eA==","participants":[{"firstJoinTime":"2024-05-01T10:00:05Z","participantId":"p1","published":false,"recordingState":"DISABLED","replicationType":"NONE","state":"DISCONNECTED","userId":"u"}]}"#)
+            == #"{"nextToken":"djE6eA==","participants":[{"firstJoinTime":"2024-05-01T10:00:05Z","participantId":"p1","published":false,"recordingState":"DISABLED","redundantIngest":false,"replicationType":"NONE","state":"DISCONNECTED","userId":"u"}]}"#)
 
         // Every member of the model's Participant, as IVS reports a replica.
         let full = #"{"participant":{"attributes":{"a":"1"},"browserName":"Chrome","browserVersion":"124.0","firstJoinTime":"2024-05-01T10:00:05Z","ingestConfigurationArn":"\#(ingestArn)","ispName":"Example ISP","osName":"Linux","osVersion":"6.1","participantId":"p2","protocol":"RTMPS","published":true,"recordingS3BucketName":"bucket","recordingS3Prefix":"prefix","recordingState":"ACTIVE","redundantIngest":false,"replicationState":"ACTIVE","replicationType":"REPLICA","sdkVersion":"1.2.3","sourceSessionId":"st-BBBBBBBBBBBBB","sourceStageArn":"\#(stage)","state":"CONNECTED","userId":"u2"}}"#

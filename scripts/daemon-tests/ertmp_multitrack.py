@@ -39,7 +39,6 @@ import json
 import os
 import re
 import select
-import socket
 import struct
 import subprocess
 import sys

@@ -10,6 +10,9 @@ default grid at 1280x720 30 fps to the local bucket: every tile shows the smalle
 covers it (the rule WHIP simulcast uses), and with `ingest.rtmp.multitrackFitsTiles: false`
 the largest; the daemon's CPU over the same steady 10 s of both runs shows what the rule saves.
 
+multitrack_larger_tiles_get_a_larger_track: two publishers, whose tiles (638x358) are larger
+than the 320x180 track: the 640x360 one is composed, switched to at its keyframe.
+
 multitrack_individual_recording_records_the_largest: an individual participant recording
 (the one consumer, and it wants the largest) records the 1280x720 track.
 
@@ -17,6 +20,7 @@ Run one test: `multitrack_tests.py BINARY TEST_NAME` (`--list` lists them). Exit
 the test passed. Invoked from Tests/ServerTests/MultitrackDaemonTests.swift under `swift test`.
 """
 import collections
+import datetime
 import json
 import os
 import re
@@ -29,6 +33,7 @@ import media_check  # noqa: E402
 from daemon_tests import Failure, check, final_playlist, free_port, recording_dir, script_main  # noqa: E402
 from live_tests import (composition_state, live_daemon, publish_url, recording_events_of, stage_updates,  # noqa: E402
                         wait_stage_update)
+from whip_clients import free_udp_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENDER = os.path.join(HERE, "ertmp_multitrack.py")
@@ -46,6 +51,9 @@ WINDOW = (3.0, 13.0)
 # Every tile is checked from this far into the recording (the switch to the right track waits
 # for that track's next keyframe: one a second).
 SETTLED = 1.0
+# Where the composition's demand switches tracks: the new track's next keyframe (within 1 s),
+# the jitter allowance (latencyMs 200) and a frame.
+SWITCHED = 1.5
 
 
 def full_log(d):
@@ -71,30 +79,36 @@ def expected_track(tile, largest=False):
     return min(covering, key=lambda t: t[1] * t[2]) if covering else TRACKS[0]
 
 
-def shown_tracks(log, participant_id):
-    """The tracks the daemon logged `multitrack track shown` for, for one participant, in order:
-    [(track, width, height)]."""
+def shown_tracks(log, participant_id, until=None):
+    """The tracks the daemon logged `multitrack track shown` for, for one participant, in order
+    (those logged by the wall-clock time `until`, when given): [(track, width, height)]."""
     shown = []
     for line in log.splitlines():
         if "multitrack track shown" in line and f"participant.id={participant_id} " in line:
+            if until is not None:
+                stamp = datetime.datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+                if stamp.replace(tzinfo=datetime.timezone.utc).timestamp() > until:
+                    continue
             fields = dict(re.findall(r"(\w[\w.]*)=(\S+)", line))
             shown.append((int(fields.get("track", -1)), int(fields.get("width", -1)), int(fields.get("height", -1))))
     return shown
 
 
-def shown_problems(log, ids, wanted, label, required=True):
+def shown_problems(log, ids, wanted, label, at, required=True, forms=FORMS):
     """Problems with the daemon's `multitrack track shown` lines for the participants (in
-    FORMS order): the last track each was shown is one of `wanted`, at that track's own size;
-    with `required`, every participant has one."""
+    `forms` order): the track each was shown at the wall-clock time `at` (the last logged by
+    then) is one of `wanted`, at that track's own size; with `required`, every participant has
+    one. (When the composition ends nobody wants a tile: the daemon may go back to another.)"""
     problems, unlogged = [], []
     sizes = {n: (w, h) for n, w, h, _ in TRACKS}
-    for p, form in zip(ids, FORMS):
-        shown = shown_tracks(log, p)
+    for p, form in zip(ids, forms):
+        shown = shown_tracks(log, p, until=at)
         if not shown:
             unlogged.append(f"{p} ({form})")
             continue
         if shown[-1][0] not in wanted:
-            problems.append(f"{label}: {p} ({form}) was last shown track {shown[-1][0]}, expected one of {sorted(wanted)}: {shown}")
+            problems.append(f"{label}: {p} ({form}) was shown track {shown[-1][0]} while composed, expected one of "
+                            f"{sorted(wanted)}: {shown_tracks(log, p)}")
         if any(sizes.get(track) != (w, h) for track, w, h in shown):
             problems.append(f"{label}: {p} ({form}): logged sizes are not the tracks' own: {shown}")
     if unlogged and required:
@@ -152,21 +166,22 @@ def encoder_and_storage(client, width, height):
     return enc["arn"], sto["arn"]
 
 
-def compose_twelve(d, media, label):
-    """Twelve multitrack publishers on a stage composed in the default grid at OUTPUT for
-    COMPOSED_SECONDS; the daemon's CPU over WINDOW. Returns (final composition, participant
-    IDs, CPU seconds per second of output, the sender's results)."""
+def compose(d, media, label, forms=FORMS, seconds=COMPOSED_SECONDS, window=WINDOW):
+    """Multitrack publishers (one per form, from one sender process) on a stage composed in
+    the default grid at OUTPUT for `seconds` once ACTIVE; the daemon's CPU over `window` of
+    that. Returns (final composition, participant IDs, CPU seconds per second of output, the
+    sender's results, the wall-clock time just before the composition was stopped)."""
     d.start()
     client = d.client()
     enc, sto = encoder_and_storage(client, *OUTPUT)
     stage = client.create_stage(name=f"multitrack-{label}")["stage"]
     stage_arn = stage["arn"]
     configs = [client.create_ingest_configuration(stageArn=stage_arn, userId=f"{label}-{i}", ingestProtocol="RTMP",
-                                                  insecureIngest=True)["ingestConfiguration"] for i in range(PUBLISHERS)]
+                                                  insecureIngest=True)["ingestConfiguration"] for i in range(len(forms))]
     ids = [c["participantId"] for c in configs]
-    # Long enough for the publishes, the composition's start and COMPOSED_SECONDS, with room.
-    sender = Sender(d.workdir, media, [(form, publish_url(stage, c, False)) for form, c in zip(FORMS, configs)],
-                    duration=COMPOSED_SECONDS + 8, name=label)
+    # Long enough for the publishes, the composition's start and `seconds`, with room.
+    sender = Sender(d.workdir, media, [(form, publish_url(stage, c, False)) for form, c in zip(forms, configs)],
+                    duration=seconds + 8, name=label)
     try:
         for participant in ids:
             wait_stage_update(d, stage_arn, participant, "Participant Published", 1, timeout=20)
@@ -180,27 +195,29 @@ def compose_twelve(d, media, label):
             if delay > 0:
                 time.sleep(delay)
 
-        at(WINDOW[0])
+        at(window[0])
         before, measured_from = cpu_seconds(d.process.pid), time.time()
-        at(WINDOW[1])
+        at(window[1])
         after, measured_to = cpu_seconds(d.process.pid), time.time()
         check(sender.process.poll() is None, f"{label}: the sender stopped early:\n{sender.output()}")
-        at(COMPOSED_SECONDS)
+        at(seconds)
+        stopping = time.time()
         client.stop_composition(arn=arn)
         check(composition_state(client, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", f"{label}: composition STOPPED")
         final = client.get_composition(arn=arn)["composition"]
-        results = sender.wait(timeout=COMPOSED_SECONDS + 60)
+        results = sender.wait(timeout=seconds + 60)
     finally:
         sender.kill()
     errors = [e["detail"] for e in stage_updates(d, stage_arn) if e["detail"]["event_name"] == "Participant Publish Error"]
     check(not errors, f"{label}: publish errors: {errors}")
     check(d.stop() == 0, f"{label}: the daemon exits cleanly")
-    return final, ids, (after - before) / (measured_to - measured_from), results
+    return final, ids, (after - before) / (measured_to - measured_from), results, stopping
 
 
-def tile_colours(d, composition, expected, label):
-    """Decodes the composite recording: every tile's colour at 10 fps from SETTLED s in.
-    Returns ({colour: samples}, [problems])."""
+def tile_colours(d, composition, expected, label, seconds=COMPOSED_SECONDS, settled=SETTLED):
+    """Decodes the composite recording: every tile's colour at 10 fps from `settled` s in
+    (`expected`: tile index → colour, for a grid of that many). Returns ({colour: samples},
+    [problems])."""
     _, _, playlist, _ = final_playlist(recording_dir(d, composition))
     probed = media_check.probe(playlist)
     video = [s for s in probed["streams"] if s.get("codec_type") == "video"]
@@ -208,12 +225,19 @@ def tile_colours(d, composition, expected, label):
     # Decoded at a quarter of the size (a 1280x720 decode of 20 s at 10 fps is 0.5 GB of RGB).
     scale = 4
     frames = media_check.Video(playlist, OUTPUT[0] // scale, OUTPUT[1] // scale, fps=10)
-    placed = media_check.tiles(d.binary, PUBLISHERS, f"{OUTPUT[0]}x{OUTPUT[1]}")
-    check(len(placed) == PUBLISHERS, f"the layout places {PUBLISHERS}: {placed}")
+    placed = media_check.tiles(d.binary, len(expected), f"{OUTPUT[0]}x{OUTPUT[1]}")
+    check(len(placed) == len(expected), f"the layout places {len(expected)}: {placed}")
     seen = collections.Counter()
     problems = []
     samples = 0
-    for i in range(int(SETTLED * frames.fps), len(frames.frames) - 2):
+    first = {}
+    for i in range(len(frames.frames) - 2):
+        t = i / frames.fps
+        for index, rect in placed.items():
+            x, y = media_check.centre(rect)
+            if index not in first and frames.name(t, x // scale, y // scale) == expected[index]:
+                first[index] = t
+    for i in range(int(round(settled * frames.fps)), len(frames.frames) - 2):
         t = i / frames.fps
         samples += 1
         for index, rect in sorted(placed.items()):
@@ -222,9 +246,10 @@ def tile_colours(d, composition, expected, label):
             seen[name] += 1
             if name != expected[index]:
                 problems.append(f"{t:.1f}s tile {index}: {name} {frames.colour(t, x // scale, y // scale)}, expected {expected[index]}")
-    check(samples >= 10 * (COMPOSED_SECONDS - SETTLED - 2), f"{label}: only {samples} samples in a {frames.duration:.1f}s recording")
-    print(f"multitrack {label}: {frames.duration:.1f}s recording, {samples} samples from {SETTLED:.1f}s: tile colours "
-          + ", ".join(f"{name} {count}" for name, count in seen.most_common()))
+    check(samples >= 10 * (seconds - settled - 2), f"{label}: only {samples} samples in a {frames.duration:.1f}s recording")
+    print(f"multitrack {label}: {frames.duration:.1f}s recording, {samples} samples from {settled:.1f}s: tile colours "
+          + ", ".join(f"{name} {count}" for name, count in seen.most_common())
+          + f"; the expected colour first at {max(first.values(), default=float('nan')):.1f}s at the latest")
     return seen, problems
 
 
@@ -246,17 +271,17 @@ def test_multitrack_composes_from_the_smallest_track(d):
     problems = []
 
     # With the rule (the default).
-    final, ids, fits_cpu, results = compose_twelve(d, media, "fits")
+    final, ids, fits_cpu, results, stopping = compose(d, media, "fits")
     print(f"multitrack fits: the sender sent {sum(r['frames'] for r in results)} frames on {len(results)} connections")
-    problems += shown_problems(full_log(d), ids, {t[0] for t in fitting.values()}, "with the rule")
+    problems += shown_problems(full_log(d), ids, {t[0] for t in fitting.values()}, "with the rule", stopping)
     fits_seen, fits_problems = tile_colours(d, final, {i: t[3] for i, t in fitting.items()}, "fits")
 
     # The rule off: the largest track is composed, scaled down by the compositor.
     os.makedirs(os.path.join(d.workdir, "largest"))
     largest = live_daemon(d.binary, os.path.join(d.workdir, "largest"), idle=10.0,
-                          ingest={"rtmp": {"port": free_port(), "multitrackFitsTiles": False}})
+                          ingest={"rtmp": {"port": free_port(), "multitrackFitsTiles": False}, "whip": {"port": free_udp_port()}})
     try:
-        final_l, ids_l, largest_cpu, _ = compose_twelve(largest, media, "largest")
+        final_l, ids_l, largest_cpu, _, stopping_l = compose(largest, media, "largest")
     except Failure as failure:
         raise Failure(f"{failure}\n--- the second daemon's log (rule off) ---\n{largest.log()}")
     finally:
@@ -266,7 +291,7 @@ def test_multitrack_composes_from_the_smallest_track(d):
     # The track is logged when it is shown; a OneTrack publisher's track 0 may be shown before
     # its other tracks are known, and is then not logged (a single-track publisher's is not):
     # only the lines there are are checked here.
-    problems += shown_problems(full_log(largest), ids_l, {TRACKS[0][0]}, "with the rule off", required=False)
+    problems += shown_problems(full_log(largest), ids_l, {TRACKS[0][0]}, "with the rule off", stopping_l, required=False)
     largest_seen, largest_problems = tile_colours(largest, final_l, {i: TRACKS[0][3] for i in placed}, "largest")
 
     ratio = fits_cpu / largest_cpu if largest_cpu else float("nan")
@@ -280,6 +305,28 @@ def test_multitrack_composes_from_the_smallest_track(d):
                         + "\n  ".join(largest_problems[:30]))
     if not fits_cpu < largest_cpu:
         problems.append(f"composing from the fitting track costs {fits_cpu:.2f} CPU-s/s, from the largest {largest_cpu:.2f}")
+    check(not problems, "\n".join(problems))
+
+
+def test_multitrack_larger_tiles_get_a_larger_track(d):
+    """Two publishers (OneTrack and ManyTracks messages) composed in the default grid at
+    1280x720: their tiles (about 640x360, side by side) are larger than the 320x180 track, so
+    the rule picks the 640x360 one (yellow), not the smallest (which the daemon shows while
+    nobody composes them) nor the largest; the switch waits for that track's keyframe, one a
+    second, and from the first second on both tiles show it."""
+    media = prepare_media(d.workdir)
+    forms = ["one", "many"]
+    placed = media_check.tiles(d.binary, len(forms), f"{OUTPUT[0]}x{OUTPUT[1]}")
+    fitting = {index: expected_track(rect) for index, rect in placed.items()}
+    print("multitrack two: tiles " + ", ".join(sorted({f"{w}x{h}" for _, _, w, h in placed.values()}))
+          + " → tracks by the rule: " + ", ".join(sorted({f"{t[0]} {t[1]}x{t[2]} {t[3]}" for t in fitting.values()})))
+    seconds = 8.0
+    final, ids, _, _, stopping = compose(d, media, "two", forms=forms, seconds=seconds, window=(1.0, 2.0))
+    problems = shown_problems(full_log(d), ids, {t[0] for t in fitting.values()}, "two tiles", stopping, forms=forms)
+    _, colour_problems = tile_colours(d, final, {i: t[3] for i, t in fitting.items()}, "two", seconds=seconds,
+                                      settled=SWITCHED)
+    if colour_problems:
+        problems.append(f"{len(colour_problems)} tile samples are not the fitting track:\n  " + "\n  ".join(colour_problems[:30]))
     check(not problems, "\n".join(problems))
 
 
@@ -324,6 +371,11 @@ def test_multitrack_individual_recording_records_the_largest(d):
         check(duration >= 6, f"{form}: a {duration:.1f}s recording of 8 s")
         problems = media_check.check_colour_and_tone(playlist, 320, 180, TRACKS[0][3], 440)
         check(not problems, f"{form}: {TRACKS[0][3]} and 440 Hz throughout: " + ", ".join(problems[:20]))
+    log = full_log(d)
+    for form, c in zip(forms, configs):
+        shown = shown_tracks(log, c["participantId"])
+        print(f"multitrack recorded ({form}): logged as shown: {shown or 'nothing'}")
+        check(all(track == TRACKS[0][0] for track, _, _ in shown), f"{form}: a recorded publisher was shown {shown}")
     check(d.stop() == 0, "the daemon exits cleanly")
 
 
@@ -331,7 +383,8 @@ TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    return script_main(TESTS, __doc__, lambda binary, name, workdir: live_daemon(binary, workdir, idle=10.0))
+    return script_main(TESTS, __doc__, lambda binary, name, workdir: live_daemon(
+        binary, workdir, idle=10.0, ingest={"whip": {"port": free_udp_port()}}))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ from live_tests import (Publisher, composition_state, live_daemon, publish_url, 
 
 # The composite: 640x360 at 30 fps, one participant filling the grid.
 WIDTH, HEIGHT, FPS = 640, 360, 30
-FRAME = 1 / FPS
 # The publishers: 320x180 (the tile's shape: the box is not cropped), a keyframe every second,
 # a 32 px white box crossing at 240 px/s (8 px a frame; 16 px on the composite).
 SOURCE_W, SOURCE_H, BOX, SPEED = 320, 180, 32, 240
@@ -260,19 +259,60 @@ def participant_events(client, stage_arn, session, participant_id):
                                                               participantId=participant_id)["events"]]
 
 
-def check_one_participant(client, stage_arn, session, participant_id, state, label):
-    listed = client.list_participants(stageArn=stage_arn, sessionId=session)["participants"]
-    check(len(listed) == 1 and listed[0]["participantId"] == participant_id and listed[0].get("redundantIngest") is True
-          and listed[0]["state"] == state, f"{label}: ListParticipants shows {listed}, expected {participant_id} alone, "
-                                          f"redundantIngest, {state}")
-    got = client.get_participant(stageArn=stage_arn, sessionId=session, participantId=participant_id)["participant"]
-    check(got.get("redundantIngest") is True and got["state"] == state, f"{label}: GetParticipant: {got}")
+class Problems:
+    """What the run found wrong, collected so that one run (a minute of a loaded machine) tells
+    everything: the recording is measured even when the daemon missed a switch."""
+
+    def __init__(self):
+        self.found = []
+
+    def expect(self, condition, message):
+        if not condition:
+            self.found.append(message)
+            print(f"redundant: PROBLEM {message}")
+        return condition
+
+    def one_participant(self, client, stage_arn, session, participant_id, state, label):
+        listed = client.list_participants(stageArn=stage_arn, sessionId=session)["participants"]
+        self.expect(len(listed) == 1 and listed[0]["participantId"] == participant_id and listed[0].get("redundantIngest") is True
+                    and listed[0]["state"] == state, f"{label}: ListParticipants shows {listed}, expected {participant_id} alone, "
+                                                    f"redundantIngest, {state}")
+        got = client.get_participant(stageArn=stage_arn, sessionId=session, participantId=participant_id)["participant"]
+        self.expect(got.get("redundantIngest") is True and got["state"] == state, f"{label}: GetParticipant: {got}")
+
+    def events(self, client, stage_arn, session, participant_id, expected, label):
+        events = participant_events(client, stage_arn, session, participant_id)
+        self.expect(events == expected, f"{label}: participant events {events}, expected {expected}")
+
+    def wait_log(self, d, message, count, timeout, label):
+        """wait_log, a miss being a problem: the lines seen, or None."""
+        try:
+            return wait_log(d, message, count, timeout)
+        except Failure as failure:
+            self.expect(False, f"{label}: {failure}")
+            return None
+
+
+def longest_freeze(frames, identical, start, end):
+    """The longest run of identical frames overlapping [start, end] (recording seconds):
+    (frames, time of its first frame)."""
+    best = (0, None)
+    i = 0
+    while i < len(frames):
+        j = i
+        while j + 1 < len(frames) and identical[j + 1] > 1:
+            j += 1
+        if frames.times[i] <= end and frames.times[j] >= start and j - i + 1 > best[0]:
+            best = (j - i + 1, frames.times[i])
+        i = j + 1
+    return best
 
 
 def test_redundant_ingest_switches_without_a_gap(d):
     """The issue's acceptance: SIGKILL the active feed mid-composition; the composite shows the
     source continuously and returns to the primary per the documented rule."""
     started = time.time()
+    problems = Problems()
     d.start()
     client = d.client()
     enc = client.create_encoder_configuration(name="redundant", video={"width": WIDTH, "height": HEIGHT, "framerate": FPS,
@@ -320,27 +360,25 @@ def test_redundant_ingest_switches_without_a_gap(d):
             if delay > 0:
                 time.sleep(delay)
 
-        check_one_participant(client, stage_arn, session, participant, "CONNECTED", "both feeds connected")
-        check(participant_events(client, stage_arn, session, participant) == ["JOINED", "PUBLISH_STARTED"],
-              f"events with both feeds: {participant_events(client, stage_arn, session, participant)}")
+        problems.one_participant(client, stage_arn, session, participant, "CONNECTED", "both feeds connected")
+        problems.events(client, stage_arn, session, participant, ["JOINED", "PUBLISH_STARTED"], "both feeds connected")
 
         at(4)
-        check(not log_lines(d, SWITCHED), f"a switch before the kill: {log_lines(d, SWITCHED)}")
+        problems.expect(not log_lines(d, SWITCHED), f"a switch before the kill: {log_lines(d, SWITCHED)}")
         killed_at = time.time()
         publishers["primary"].kill()
-        first_switch = wait_log(d, SWITCHED, 1, timeout=10)[0]
-        check_one_participant(client, stage_arn, session, participant, "CONNECTED", "after the kill")
-        events = participant_events(client, stage_arn, session, participant)
-        check(events == ["JOINED", "PUBLISH_STARTED"], f"events after the active feed died: {events}")
+        first_switch = problems.wait_log(d, SWITCHED, 1, 5, "the switch to the backup")
+        problems.one_participant(client, stage_arn, session, participant, "CONNECTED", "after the kill")
+        problems.events(client, stage_arn, session, participant, ["JOINED", "PUBLISH_STARTED"], "after the active feed died")
 
         at(7)
         restarted_at = time.time()
         publishers["primary"] = box_publisher(primary_url, "red", d.workdir, "primary-again")
         readmitted = wait_log(d, ADMITTED, 3, timeout=20, participant_id=participant)[2]
         # The primary must hold 5 s, then its next keyframe: up to a second more.
-        second_switch = wait_log(d, SWITCHED, 2, timeout=PRIMARY_HOLD + GOP_SECONDS + 8)[1]
+        back_lines = problems.wait_log(d, SWITCHED, 2, PRIMARY_HOLD + GOP_SECONDS + 5, "the switch back to the primary")
         # Red on the composite for a while before it stops.
-        time.sleep(max(0.0, second_switch[0] + 2.0 - time.time()))
+        time.sleep(max(0.0, (back_lines[1][0] if back_lines else time.time()) + 2.0 - time.time()))
         stopped_at = time.time()
         client.stop_composition(arn=arn)
         check(composition_state(client, arn, {"STOPPED", "FAILED"}, timeout=60) == "STOPPED", "composition STOPPED")
@@ -349,9 +387,8 @@ def test_redundant_ingest_switches_without_a_gap(d):
         # The backup (idle: the primary is active) leaves: no event, no switch.
         publishers["backup"].stop()
         wait_log(d, LEFT, 2, timeout=10, participant_id=participant)
-        check_one_participant(client, stage_arn, session, participant, "CONNECTED", "after the backup left")
-        check(participant_events(client, stage_arn, session, participant) == ["JOINED", "PUBLISH_STARTED"],
-              f"events after the backup left: {participant_events(client, stage_arn, session, participant)}")
+        problems.one_participant(client, stage_arn, session, participant, "CONNECTED", "after the backup left")
+        problems.events(client, stage_arn, session, participant, ["JOINED", "PUBLISH_STARTED"], "after the backup left")
         # The switches while a feed was live (the last one's leaving is no switch to another).
         switches = log_lines(d, SWITCHED)
         publishers["primary"].stop()
@@ -359,11 +396,11 @@ def test_redundant_ingest_switches_without_a_gap(d):
         deadline = time.time() + 10
         while participant_events(client, stage_arn, session, participant)[-1:] != ["LEFT"] and time.time() < deadline:
             time.sleep(0.1)
-        events = participant_events(client, stage_arn, session, participant)
-        check(events == ["JOINED", "PUBLISH_STARTED", "PUBLISH_STOPPED", "LEFT"], f"participant events: {events}")
-        check_one_participant(client, stage_arn, session, participant, "DISCONNECTED", "both feeds gone")
+        problems.events(client, stage_arn, session, participant, ["JOINED", "PUBLISH_STARTED", "PUBLISH_STOPPED", "LEFT"],
+                        "both feeds gone")
+        problems.one_participant(client, stage_arn, session, participant, "DISCONNECTED", "both feeds gone")
         updates = [e["detail"]["event_name"] for e in stage_updates(d, stage_arn) if e["detail"].get("participant_id") == participant]
-        check(updates == ["Participant Published", "Participant Unpublished"], f"stage updates: {updates}")
+        problems.expect(updates == ["Participant Published", "Participant Unpublished"], f"stage updates: {updates}")
         at_the_end = log_lines(d, SWITCHED)[len(switches):]
         check(d.stop() == 0, "exit status")
     finally:
@@ -372,17 +409,23 @@ def test_redundant_ingest_switches_without_a_gap(d):
     live_seconds = time.time() - started
 
     # The log: two switches, to the backup and back, each with from, to and reason.
-    check(len(switches) == 2, "the daemon logs two switches:\n" + "\n".join(line for *_, line in switches))
+    problems.expect(len(switches) == 2, "the daemon logs two switches, it logged:\n" + "\n".join(line for *_, line in switches))
     for _, level, metadata, line in switches:
-        check(level == "info" and all(metadata.get(k) for k in ("from", "to", "reason")), f"a switch's log line: {line}")
-    (_, _, away, _), (_, _, back, _) = switches
-    check(away["to"] == back["from"] and away["from"] == back["to"] and away["from"] != away["to"],
-          f"away and back again: {away} then {back}")
-    switch_log_delay = first_switch[0] - killed_at
-    held = second_switch[0] - readmitted[0]
-    check(switch_log_delay <= 1.0, f"the backup took over {switch_log_delay:.2f}s after the kill (at once expected)")
-    check(PRIMARY_HOLD - 0.05 <= held <= PRIMARY_HOLD + GOP_SECONDS + 1.0,
-          f"the primary was back {held:.2f}s after it reconnected (5 s of video, then its next keyframe)")
+        problems.expect(level == "info" and all(metadata.get(k) for k in ("from", "to", "reason")), f"a switch's log line: {line}")
+    if len(switches) == 2:
+        (_, _, away, _), (_, _, back, _) = switches
+        problems.expect(away["to"] == back["from"] and away["from"] == back["to"] and away["from"] != away["to"],
+                        f"away and back again: {away} then {back}")
+    # From the log: how soon the backup took over, how long the primary was back before the
+    # switch to it (5 s of its video, then its next keyframe; its video starts a little after it
+    # is admitted, later on a loaded machine).
+    switch_log_delay = first_switch[0][0] - killed_at if first_switch else None
+    held = back_lines[1][0] - readmitted[0] if back_lines else None
+    if switch_log_delay is not None:
+        problems.expect(switch_log_delay <= 1.0, f"the backup took over {switch_log_delay:.2f}s after the kill (at once expected)")
+    if held is not None:
+        problems.expect(PRIMARY_HOLD - 0.05 <= held <= PRIMARY_HOLD + GOP_SECONDS + 2.0,
+                        f"the primary was back {held:.2f}s after it reconnected (5 s of video, then its next keyframe)")
 
     # The recording, every frame of the tile.
     playlist = recording_playlist(d, final)
@@ -390,77 +433,99 @@ def test_redundant_ingest_switches_without_a_gap(d):
     rect = media_check.tiles(d.binary, 1, f"{WIDTH}x{HEIGHT}")[1]
     frames = TileFrames(playlist, rect)
     kill_c, restart_c, stop_c = killed_at - origin, restarted_at - origin, stopped_at - origin
+    print(f"redundant: recording {frames.times[-1]:.2f}s, {len(frames)} frames; killed at {kill_c:.2f}s, primary back at "
+          f"{restart_c:.2f}s, composition stopped at {stop_c:.2f}s (composition time); live part {live_seconds:.1f}s")
+    print("redundant: switch log lines: " + "; ".join(f"{c - origin:.3f}s {m}" for c, _, m, _ in switches)
+          + "".join(f"; when both had gone: {metadata}" for _, _, metadata, _ in at_the_end))
     # A composition that starts while the participant publishes shows its camera-off tile until
     # the first decoded frame (a few frames; not this feature's business): left out, and told.
     runs = frames.colour_runs()
     lead = runs[0][2] + 1 if runs[0][0] not in ("red", "green") and frames.times[runs[0][2]] <= 0.5 else 0
-    wrong = [frames.describe(i) for i in range(lead, len(frames)) if frames.names[i] not in ("red", "green")]
-    check(not wrong, f"{len(wrong)} frames show neither source: " + "; ".join(wrong[:10]))
-    runs = runs[1:] if lead else runs
-    check([name for name, _, _ in runs] == ["red", "green", "red"],
-          "the tile is red, then green after the kill, then red again: " + ", ".join(
-              f"{name} {frames.times[a]:.2f}-{frames.times[b]:.2f}s" for name, a, b in runs))
-    to_backup, to_primary = runs[1][1], runs[2][1]
-    away_c, back_c = frames.times[to_backup], frames.times[to_primary]
-    for index, label in ((to_backup, "to-backup"), (to_primary, "to-primary")):
-        frames.sheet(index, os.path.join(d.workdir, f"switch-{label}.png"))
-    # Where the log says each switch happened, on the recording's clock.
-    shown_after_log = [away_c - (first_switch[0] - origin), back_c - (second_switch[0] - origin)]
-
-    # The longest run of identical frames around each switch (a second either side), and
-    # elsewhere (the composite's own cadence, for comparison).
-    identical = frames.runs_of_identical()
-    freezes, near = [], set()
-    for index in (to_backup, to_primary):
-        window = [i for i in range(len(frames)) if abs(frames.times[i] - frames.times[index]) <= 1.0]
-        near.update(window)
-        worst = max(window, key=lambda i: identical[i])
-        freezes.append((identical[worst], frames.times[worst]))
-    # The first half second (the composite starting) is not the switches' business.
-    elsewhere = max((identical[i] for i in range(len(frames)) if i not in near and frames.times[i] >= 0.5), default=1)
-    missing_box = [frames.describe(i) for i in range(lead, len(frames)) if frames.boxes[i] is None]
-
-    # The tone, 10 ms at a time, after the first second.
-    tone = ToneWindows(playlist, frames.first)
-    end = frames.times[-1] - 0.2
-    gaps = tone.gaps(1.0, end)
-    longest_gap = gaps[0] if gaps else (None, 0.0)
-    gap_at_switch = []
-    for t in (away_c, back_c):
-        around = [g for g in gaps if abs(g[0] - t) <= 1.0]
-        gap_at_switch.append(max((g[1] for g in around), default=0.0))
-
-    print(f"redundant: recording {frames.times[-1]:.2f}s, {len(frames)} frames; killed at {kill_c:.2f}s, primary back at "
-          f"{restart_c:.2f}s, composition stopped at {stop_c:.2f}s (composition time)")
-    print(f"redundant: switch log lines: {away} then {back}"
-          + "".join(f"; when both had gone: {metadata}" for _, _, metadata, _ in at_the_end))
     if lead:
         print(f"redundant: the composite's first {lead} frames (to {frames.times[lead - 1]:.3f}s) show {frames.names[0]} "
               f"before the first decoded frame")
-    print(f"redundant: to the backup at {away_c:.3f}s ({1000 * (away_c - kill_c):+.0f} ms after the kill; logged "
-          f"{1000 * switch_log_delay:.0f} ms after it; shown {1000 * shown_after_log[0]:+.0f} ms from the log line); "
-          f"back to the primary at {back_c:.3f}s ({held:.2f}s after it reconnected; shown {1000 * shown_after_log[1]:+.0f} ms "
-          f"from the log line; its first frame {'is' if near_a_keyframe(frames.boxes[to_primary]) else 'is not'} at a keyframe's "
-          f"place)")
-    print(f"redundant: longest freeze (identical frames in a row) {freezes[0][0]} at the switch to the backup "
-          f"({freezes[0][1]:.3f}s), {freezes[1][0]} at the switch back ({freezes[1][1]:.3f}s), {elsewhere} elsewhere")
+        runs = runs[1:]
+    print("redundant: the tile shows " + ", ".join(f"{name} {frames.times[a]:.3f}-{frames.times[b]:.3f}s" for name, a, b in runs))
+    wrong = [frames.describe(i) for i in range(lead, len(frames)) if frames.names[i] not in ("red", "green")]
+    problems.expect(not wrong, f"{len(wrong)} frames show neither source: " + "; ".join(wrong[:10]))
+    missing_box = [frames.describe(i) for i in range(lead, len(frames)) if frames.boxes[i] is None]
+    problems.expect(not missing_box, f"{len(missing_box)} frames without the box: " + "; ".join(missing_box[:10]))
+    problems.expect([name for name, _, _ in runs] == ["red", "green", "red"], "the tile is red, then green after the kill, "
+                    "then red again")
+    # The colour changes (the first green, the first red after it), and the windows to measure
+    # freezes and tone gaps in: the switch's second either side, from the kill when it is late.
+    greens = [a for name, a, _ in runs if name == "green"]
+    to_backup = greens[0] if greens else None
+    to_primary = next((a for name, a, _ in runs if name == "red" and to_backup is not None and a > to_backup), None)
+    away_c = frames.times[to_backup] if to_backup is not None else None
+    back_c = frames.times[to_primary] if to_primary is not None else None
+    windows = [("the switch to the backup", min(kill_c, away_c if away_c is not None else kill_c) - 0.2,
+                (away_c if away_c is not None else restart_c) + 1.0),
+               ("the switch back", (back_c if back_c is not None else restart_c) - 1.0,
+                (back_c if back_c is not None else frames.times[-1]) + 1.0)]
+    # Contact sheets of the frames at each switch (where it was due when it did not come).
+    for index, due, label in ((to_backup, kill_c, "to-backup"), (to_primary, restart_c + PRIMARY_HOLD + GOP_SECONDS, "to-primary")):
+        centre = index if index is not None else min(range(len(frames)), key=lambda i: abs(frames.times[i] - due))
+        frames.sheet(centre, os.path.join(d.workdir, f"switch-{label}.png"))
+
+    if away_c is not None:
+        problems.expect(-0.1 <= away_c - kill_c <= 1.0, f"the backup is shown {away_c - kill_c:.2f}s after the kill")
+    if back_c is not None:
+        problems.expect(back_c >= restart_c + PRIMARY_HOLD - 0.1,
+                        f"the primary is shown again {back_c - restart_c:.2f}s after it reconnected (it must send video for "
+                        f"{PRIMARY_HOLD:.0f} s first)")
+    shown = []
+    for seen, lines, k, label in ((away_c, first_switch, 0, "to the backup"), (back_c, back_lines, 1, "back to the primary")):
+        if seen is not None and lines:
+            shown.append(f"{label} {1000 * (seen - (lines[k][0] - origin)):+.0f} ms")
+            problems.expect(abs(seen - (lines[k][0] - origin)) <= 0.5,
+                            f"the switch {label} shows {seen - (lines[k][0] - origin):+.2f}s from its log line")
+
+    # The longest run of identical frames at each switch (and elsewhere: the composite's own
+    # cadence, for comparison).
+    identical = frames.runs_of_identical()
+    freezes = [longest_freeze(frames, identical, a, b) for _, a, b in windows]
+    elsewhere = max((identical[i] for i in range(len(frames)) if frames.times[i] >= 0.5
+                     and not any(a <= frames.times[i] <= b for _, a, b in windows)), default=1)
+
+    # The tone, 10 ms at a time, after the first second.
+    tone = ToneWindows(playlist, frames.first)
+    gaps = tone.gaps(1.0, frames.times[-1] - 0.2)
+    longest_gap = gaps[0] if gaps else (None, 0.0)
+    gap_at_switch = [max((g[1] for g in gaps if a <= g[0] <= b), default=0.0) for _, a, b in windows]
+
+    def when(t):
+        return f"{t:.3f}s" if t is not None else "never"
+    print(f"redundant: to the backup at {when(away_c)}"
+          + (f" ({1000 * (away_c - kill_c):+.0f} ms after the kill)" if away_c is not None else "")
+          + f", back to the primary at {when(back_c)}"
+          + (f" ({back_c - restart_c:.2f}s after it reconnected" if back_c is not None else "")
+          + (f"; its first frame {'is' if near_a_keyframe(frames.boxes[to_primary]) else 'is not'} a keyframe's picture)"
+             if back_c is not None else "")
+          + (f"; shown from the log lines: {', '.join(shown)}" if shown else ""))
+    print(f"redundant: longest freeze (identical frames in a row) {freezes[0][0]} at the switch to the backup"
+          + (f" (from {freezes[0][1]:.3f}s)" if freezes[0][1] is not None else "")
+          + f", {freezes[1][0]} at the switch back" + (f" (from {freezes[1][1]:.3f}s)" if freezes[1][1] is not None else "")
+          + f", {elsewhere} elsewhere")
     print(f"redundant: longest tone gap {1000 * longest_gap[1]:.0f} ms"
           + (f" at {longest_gap[0]:.2f}s" if longest_gap[0] is not None else "")
-          + f"; at the switches {1000 * gap_at_switch[0]:.0f} ms and {1000 * gap_at_switch[1]:.0f} ms; "
-            f"live part {live_seconds:.1f}s")
+          + f"; at the switches {1000 * gap_at_switch[0]:.0f} ms and {1000 * gap_at_switch[1]:.0f} ms")
     for index, label in ((to_backup, "to the backup"), (to_primary, "back to the primary")):
-        print(f"redundant: frames around the switch {label}: "
-              + "; ".join(frames.describe(i) for i in range(max(0, index - 4), min(len(frames), index + 6))))
-
-    check(not missing_box, f"{len(missing_box)} frames without the box: " + "; ".join(missing_box[:10]))
-    check(-0.1 <= away_c - kill_c <= 1.0, f"the backup is shown {away_c - kill_c:.2f}s after the kill")
-    check(back_c >= restart_c + PRIMARY_HOLD - 0.1, f"the primary is shown again {back_c - restart_c:.2f}s after it reconnected "
-                                                   f"(it must send video for {PRIMARY_HOLD:.0f} s first)")
-    check(all(abs(s) <= 0.5 for s in shown_after_log), f"the switches show {shown_after_log} s from their log lines")
-    for (run, t), label in zip(freezes, ("to the backup", "back to the primary")):
-        check(run <= MOST_IDENTICAL_FRAMES, f"the switch {label} froze the picture for {run} frames (at {t:.3f}s)")
-    check(longest_gap[1] <= LONGEST_TONE_GAP, f"the tone dropped out for {1000 * longest_gap[1]:.0f} ms at {longest_gap[0]:.2f}s: "
-                                              + ", ".join(f"{1000 * g[1]:.0f} ms at {g[0]:.2f}s" for g in gaps[:8]))
+        if index is not None:
+            print(f"redundant: frames at the switch {label}: "
+                  + "; ".join(frames.describe(i) for i in range(max(0, index - 4), min(len(frames), index + 6))))
+    # The release notes' line.
+    print(f"redundant: summary: to the backup at {when(away_c)}"
+          + (f" ({1000 * (away_c - kill_c):.0f} ms after the SIGKILL, logged {1000 * switch_log_delay:.0f} ms after it)"
+             if away_c is not None and switch_log_delay is not None else "")
+          + f", back to the primary at {when(back_c)}" + (f" (logged {held:.2f}s after it reconnected)" if held is not None else "")
+          + f"; longest freeze {freezes[0][0]} / {freezes[1][0]} frames (identical frames in a row, 1 = none);"
+          + f" longest tone gap {1000 * longest_gap[1]:.0f} ms")
+    for (run, t), (label, _, _) in zip(freezes, windows):
+        problems.expect(run <= MOST_IDENTICAL_FRAMES, f"{label} froze the picture for {run} frames (from {t:.3f}s)")
+    problems.expect(longest_gap[1] <= LONGEST_TONE_GAP, f"the tone dropped out for {1000 * longest_gap[1]:.0f} ms: "
+                    + ", ".join(f"{1000 * g[1]:.0f} ms at {g[0]:.2f}s" for g in gaps[:8]))
+    check(not problems.found, f"{len(problems.found)} problems:\n" + "\n".join(problems.found))
 
 
 TESTS = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
