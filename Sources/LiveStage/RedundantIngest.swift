@@ -152,7 +152,7 @@ public final class RedundantIngest: Sendable {
     /// The feed shown now (0 primary, 1 backup), nil when neither is connected.
     public var active: Int? { state.withLock { $0.selector.active } }
 
-    /// How often the shown feed changed.
+    /// How often the shown feed changed from one feed to the other.
     public var switchCount: Int { state.withLock { $0.switches } }
 
     public func isConnected(_ feed: Int) -> Bool { state.withLock { $0.selector.isConnected(feed) } }
@@ -250,7 +250,7 @@ public final class RedundantIngest: Sendable {
     }
 
     private func perform(_ change: RedundantFeedSelector.Switch, _ state: inout State) {
-        if change.from != nil || change.to == nil { state.switches += 1 }
+        if change.from != nil, change.to != nil { state.switches += 1 }
         onSwitch(change)
         guard let to = change.to else { return }   // nobody to show: the last picture holds, then stops
         let feed = state.feeds[to]

@@ -288,10 +288,8 @@ def test_multitrack_composes_from_the_smallest_track(d):
         if largest.process and largest.process.poll() is None:
             largest.process.kill()
             largest.process.wait()
-    # The track is logged when it is shown; a OneTrack publisher's track 0 may be shown before
-    # its other tracks are known, and is then not logged (a single-track publisher's is not):
-    # only the lines there are are checked here.
-    problems += shown_problems(full_log(largest), ids_l, {TRACKS[0][0]}, "with the rule off", stopping_l, required=False)
+    # Every multitrack publisher logs the track it shows, the largest here.
+    problems += shown_problems(full_log(largest), ids_l, {TRACKS[0][0]}, "with the rule off", stopping_l)
     largest_seen, largest_problems = tile_colours(largest, final_l, {i: TRACKS[0][3] for i in placed}, "largest")
 
     ratio = fits_cpu / largest_cpu if largest_cpu else float("nan")

@@ -234,7 +234,7 @@ final class RTMPConnectionHandler: ChannelInboundHandler {
         }
         switch forwarder.forward(message, to: publication.publisher) {
         case .forwarded, .ignored:
-            if let shown = forwarder.takeShownTrack(), forwarder.tracks.count > 1 || shown.track != 0 {
+            if let shown = forwarder.takeShownTrack() {
                 logger.info("multitrack track shown", metadata: ["track": "\(shown.track)", "width": "\(shown.setup.width)",
                                                                  "height": "\(shown.setup.height)", "tracks": "\(forwarder.tracks.count)"])
             }

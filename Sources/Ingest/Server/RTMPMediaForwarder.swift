@@ -27,6 +27,11 @@ public struct RTMPMediaForwarder: Sendable {
     /// Video tracks one connection may set up (OBS sends up to five renditions).
     public static let maxTracks = 8
     private var shownChanged = false
+    /// A multitrack message has come (the shown track is then worth a log line).
+    public private(set) var isMultitrack = false
+    /// No video frame has reached the publisher yet: the first track shown (the first set
+    /// up) gives way to the one the consumers want, whose keyframe then goes first.
+    private var noFrameYet = true
     public private(set) var audioSetup: CodecConfiguration?
     /// A bounded count of frames dropped because no setup had arrived yet (for logs).
     public private(set) var framesBeforeSetup = 0
@@ -71,6 +76,7 @@ public struct RTMPMediaForwarder: Sendable {
         case .videoConfig, .videoFrame:
             return forwardVideo(FLVTrackPacket(track: 0, packet: packet), micros: micros, to: publisher)
         case .multitrackVideo(let parts):
+            isMultitrack = true
             var outcome = ForwardOutcome.ignored
             for part in parts {
                 switch forwardVideo(part, micros: micros, to: publisher) {
@@ -155,7 +161,12 @@ public struct RTMPMediaForwarder: Sendable {
                     videoSetup = setup
                     publisher.announce(setup)
                 }
+            } else if noFrameYet, tracks.count > 1,
+                      let wanted = Self.track(for: publisher.videoDemand, among: tracks, fitsTiles: fitsTiles), wanted != track {
+                // Shown only because it was set up first: the wanted track starts instead.
+                return .ignored
             }
+            noFrameYet = false
             let limit = Self.maxCompositionOffsetMs
             let offsetMs = min(max(compositionTimeMs, -limit), limit)
             if offsetMs != compositionTimeMs { compositionOffsetsClamped &+= 1 }
@@ -176,9 +187,10 @@ public struct RTMPMediaForwarder: Sendable {
         shownChanged = true
     }
 
-    /// The track shown since the last call, once (for the connection's log).
+    /// The track shown since the last call, once, for a multitrack publisher (for the
+    /// connection's log).
     public mutating func takeShownTrack() -> (track: UInt8, setup: CodecConfiguration)? {
-        guard shownChanged, let track = shownTrack, let setup = tracks[track] else { return nil }
+        guard shownChanged, isMultitrack, !noFrameYet, let track = shownTrack, let setup = tracks[track] else { return nil }
         shownChanged = false
         return (track, setup)
     }

@@ -78,7 +78,8 @@ extension StageRuntime {
         let outcome = await admit(candidate, disconnect: { reason in feeds.disconnectAll(reason) }, record: true,
                                   logger: logger) { participant, reservation in
             let ingest = RedundantIngest(participant: participant, clock: hub.clock, settings: hub.settings) { change in
-                guard change.from != nil else { return }
+                // A switch between the two (not the first joining, nor the last leaving).
+                guard change.from != nil, change.to != nil else { return }
                 runtimeLogger.info("redundant ingest switched", metadata: [
                     "stage.arn": "\(candidate.stageArn)", "participant.id": "\(candidate.participantId)",
                     "from": "\(change.from.map(Self.feedName) ?? "none")", "to": "\(change.to.map(Self.feedName) ?? "none")",
