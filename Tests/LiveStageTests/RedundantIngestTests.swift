@@ -6,6 +6,7 @@
 import MediaCore
 import Synchronization
 import Testing
+import TestSupport
 
 @Suite struct RedundantFeedSelectorTests {
     typealias Selector = RedundantFeedSelector
@@ -65,7 +66,7 @@ import Testing
     /// allowance is never replaced except by the primary coming back.
     @Test("generated sequences keep the invariants", arguments: 0..<40)
     func generated(seed: UInt64) {
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var s = Selector(stallAfter: Self.stall, returnAfter: Self.back)
         var connected = [false, false], lastVideo: [Int64?] = [nil, nil]
         var shown: Int?
@@ -98,19 +99,6 @@ import Testing
                 #expect(!connected[0] && !connected[1], "seed \(seed) step \(step): shows nobody while a feed is connected")
             }
         }
-    }
-}
-
-/// A small seeded generator (the test's sequences are the same on every machine).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

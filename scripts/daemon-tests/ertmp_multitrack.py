@@ -47,7 +47,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtmp_raw import RawRTMP, amf0  # noqa: E402
+from rtmp_raw import RawRTMP, amf0, flv_tags  # noqa: E402
 
 FPS = 30
 LOOP_SECONDS = 10
@@ -70,23 +70,6 @@ CAPS_EX_MULTITRACK = 0x04
 
 # ----------------------------------------------------------------------------------------------
 # Media, prepared once
-
-def flv_tags(path):
-    """(type, timestamp ms, payload) of every tag of an FLV file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:3] != b"FLV":
-        raise RuntimeError(f"{path} is not FLV")
-    offset = int.from_bytes(data[5:9], "big") + 4
-    tags = []
-    while offset + 11 <= len(data):
-        kind = data[offset]
-        size = int.from_bytes(data[offset + 1:offset + 4], "big")
-        timestamp = int.from_bytes(data[offset + 4:offset + 7], "big") | (data[offset + 7] << 24)
-        tags.append((kind, timestamp, data[offset + 11:offset + 11 + size]))
-        offset += 11 + size + 4
-    return tags
-
 
 class Track:
     def __init__(self, track_id, width, height, colour, record, frames):

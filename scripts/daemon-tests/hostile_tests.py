@@ -34,7 +34,7 @@ from daemon_tests import Failure, check, free_port, run_test, wait_state  # noqa
 from live_tests import (SIZE, Publisher, create_ingest, create_stage, live_daemon, participants,  # noqa: E402
                         publish_url, recording_playlist, session_id, setup_encoder_and_storage, stage_updates,
                         wait_participant, wait_published, wait_whip_media)
-from rtmp_raw import RawRTMP, amf0, chunk  # noqa: E402
+from rtmp_raw import RawRTMP, amf0, chunk, flv_tags  # noqa: E402
 from whip_clients import CLIENTS, free_udp_port, whip_publisher, whip_result  # noqa: E402
 
 HONEST = ("red", 440)
@@ -195,22 +195,6 @@ def rtmp_message(csid, type_id, payload, stream_id, timestamp, chunk_size=128):
         out += bytes([0xC0 | (csid & 0x3F)]) + ext + rest[:chunk_size]
         rest = rest[chunk_size:]
     return out
-
-
-def flv_tags(path):
-    """(type, timestamp ms, payload) of every tag of an FLV file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    check(data[:3] == b"FLV", f"{path} is not FLV")
-    offset = int.from_bytes(data[5:9], "big") + 4
-    tags = []
-    while offset + 11 <= len(data):
-        kind = data[offset]
-        size = int.from_bytes(data[offset + 1:offset + 4], "big")
-        timestamp = int.from_bytes(data[offset + 4:offset + 7], "big") | (data[offset + 7] << 24)
-        tags.append((kind, timestamp, data[offset + 11:offset + 11 + size]))
-        offset += 11 + size + 4
-    return tags
 
 
 class Media:

@@ -106,3 +106,20 @@ class RawRTMP:
             self.sock.close()
         except OSError:
             pass
+
+
+def flv_tags(path):
+    """(type, timestamp ms, payload) of every tag of an FLV file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:3] != b"FLV":
+        raise ValueError(f"{path} is not FLV")
+    offset = int.from_bytes(data[5:9], "big") + 4
+    tags = []
+    while offset + 11 <= len(data):
+        kind = data[offset]
+        size = int.from_bytes(data[offset + 1:offset + 4], "big")
+        timestamp = int.from_bytes(data[offset + 4:offset + 7], "big") | (data[offset + 7] << 24)
+        tags.append((kind, timestamp, data[offset + 11:offset + 11 + size]))
+        offset += 11 + size + 4
+    return tags
