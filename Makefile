@@ -64,7 +64,10 @@ test-postgres: test-deps
 ## The PostgreSQL leg as CI runs it after `make test` (which already runs the store tests on
 ## both stores and the fleet and PostgreSQL daemon tests): every other daemon test again, on
 ## PostgreSQL. Needs `make test`'s build.
-POSTGRES_LEG ?= (DaemonProcessTests|LiveDaemonTests|WHIPDaemonTests|HostileDaemonTests|S3DaemonTests)
+## The tests whose outcome the store can change: lifecycle, restarts, sessions, participants,
+## recordings, revocations, every operation (conformance), redundant ingest. Not the media
+## interop and hostile-input tests (WHIP clients, floods, caps): nothing they check is stored.
+POSTGRES_LEG ?= (DaemonProcessTests|LiveDaemonTests|S3DaemonTests|ConformanceDaemonTests|RedundantIngestDaemonTests|WHIPDaemonTests/(testSessionRerenderMatchesTheLiveComposite|testWHIPHTTPRulesAndRefusals|testChromiumIsRecordedIndividually))
 test-postgres-daemons: test-deps
 	$(SWIFT) build --build-tests
 	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh --skip-build --filter '$(POSTGRES_LEG)'

@@ -73,7 +73,9 @@ import Testing
         }
     }
 
-    static func harness(publishersPerStage: Int = 12) async throws -> Harness {
+    /// `wallClock`: the runtime's (a fixed one where a test counts in wall time, e.g. the
+    /// refusal events' one-a-minute rate, which a slow machine would otherwise cross).
+    static func harness(publishersPerStage: Int = 12, wallClock: @escaping @Sendable () -> Date = Date.init) async throws -> Harness {
         var configuration = ServerConfiguration(
             buckets: ["rec-bucket": .directory(FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path)])
         configuration.quotas.publishersPerStage = publishersPerStage
@@ -88,7 +90,7 @@ import Testing
                                          launcher: FakePipelineLauncher(), buckets: buckets, hub: hub, clock: ManualMediaClock(),
                                          metrics: nil, logger: logger)
         let events = InMemoryEventSink(), registry = PrometheusCollectorRegistry()
-        let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub,
+        let runtime = StageRuntime(configuration: configuration, store: store, events: events, hub: hub, wallClock: wallClock,
                                    metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         let running = Task { _ = try? await runtime.run() }
         return Harness(plane: ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime),
