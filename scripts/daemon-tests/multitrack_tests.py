@@ -46,8 +46,8 @@ PUBLISHERS = 12
 # OBS sends it), half in ManyTracks messages.
 FORMS = ["one"] * 3 + ["one-plain"] * 3 + ["many"] * 6
 # The composition runs this long once ACTIVE; the daemon's CPU is read over [WINDOW) of it.
-COMPOSED_SECONDS = 15.0
-WINDOW = (3.0, 13.0)
+COMPOSED_SECONDS = 10.0
+WINDOW = (2.5, 9.5)
 # Every tile is checked from this far into the recording (the switch to the right track waits
 # for that track's next keyframe: one a second).
 SETTLED = 1.0
