@@ -217,6 +217,9 @@ public final class LivePublisher: Sendable {
         /// Sees every setup and packet as placed on the stage clock (a redundant-ingest feed
         /// hands its media to the switch that picks the participant's), under this lock.
         var tap: (@Sendable (LiveMediaPacket) -> Void)?
+        /// Whose consumers' demand this publisher's connection follows (a redundant feed: its
+        /// participant's); nil: its own queues'.
+        var demandOf: LivePublisher?
     }
 
     public let stageArn: String
@@ -348,7 +351,14 @@ public final class LivePublisher: Sendable {
     /// What the consumers of this publisher's media need of its picture, combined: a WebRTC
     /// simulcast publisher's connection composes the smallest layer that covers it.
     public var videoDemand: LiveVideoDemand {
-        state.withLock { state in LiveVideoDemand.combined(state.queues.lazy.map(\.videoDemand)) }
+        let (own, other) = state.withLock { state in (LiveVideoDemand.combined(state.queues.lazy.map(\.videoDemand)), state.demandOf) }
+        return other?.videoDemand ?? own
+    }
+
+    /// From now on `videoDemand` is `publisher`'s (a redundant feed's connection picks its
+    /// rendition for the participant's consumers, not for the feed's, which has none).
+    public func followDemand(of publisher: LivePublisher) {
+        state.withLock { $0.demandOf = publisher }
     }
 
     /// Stops feeding a queue from `makeQueue`.
@@ -375,6 +385,7 @@ public final class LivePublisher: Sendable {
             state.ended = true
             state.leftAt = now
             state.tap = nil
+            state.demandOf = nil
             defer { state.queues.removeAll() }
             return state.queues
         }

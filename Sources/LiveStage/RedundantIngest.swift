@@ -164,6 +164,7 @@ public final class RedundantIngest: Sendable {
             state.feeds[feed] = Feed(publisher: publisher)
             if let change = state.selector.joined(feed, at: now) { perform(change, &state) }
         }
+        publisher.followDemand(of: participant)
         publisher.tap { [self] packet in receive(packet, feed: feed, from: publisher) }
     }
 

@@ -185,6 +185,10 @@ final class Switches: Sendable {
         #expect(dts[0] - lastPicture == RedundantIngest.catchUpStep)
         let sounds = after.filter { $0.type == .audio }
         #expect(sounds.allSatisfy { $0.pts > lastSound }, "no sound twice")
+        // The feed's connection picks its rendition for the participant's consumers (a
+        // multitrack or simulcast encoder), not for its own publisher, which has none.
+        h.queue.videoDemand = .atLeast(width: 160, height: 90)
+        #expect(backup.videoDemand == .atLeast(width: 160, height: 90))
         // It goes on: new backup packets reach the participant.
         Self.send(backup, mark: 0xB0, frames: 45..<48, clock: h.clock)
         #expect(h.drain().filter { $0.type == .video }.count == 3)
