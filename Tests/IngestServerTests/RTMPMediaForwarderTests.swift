@@ -232,6 +232,18 @@ struct RTMPMediaForwarderTests {
         #expect(shown.map(\.track) == [1, 0] && shown.map(\.index) == [0, 20], "switched at keyframes: \(shown)")
         #expect(sizes == [320, 160, 320])
         #expect(frames == smallFrames[0..<20].map(\.data) + largeFrames[20...].map(\.data), "one track at a time, whole GOPs")
+        // The shown (large) track stops while the small one goes on: after a second without
+        // it, the small track is shown from its next keyframe, whatever the tiles want.
+        let lastTime = largeFrames.last!.dtsMs
+        for index in 0..<(2 * smallFrames.count) {
+            let b = smallFrames[index % smallFrames.count]
+            let time = lastTime + 33 * Int64(index + 1)
+            _ = forwarder.forward(RTMPMediaMessage(kind: .video, timestamp: time,
+                                                   payload: Tags.oneTrack(1, packetType: 3, key: b.key, body: b.data)), to: publisher)
+            if let change = forwarder.takeShownTrack() { shown.append((index + 1000, change.track)) }
+        }
+        #expect(shown.last?.track == 1 && (shown.last?.index ?? 0) >= 1000 + 30 && (shown.last?.index ?? .max) <= 1000 + 40,
+                "the small track after a second, at its next keyframe: \(shown)")
         // Without the rule: the largest, always.
         var largest = RTMPMediaForwarder()
         largest.fitsTiles = false

@@ -32,6 +32,11 @@ public struct RTMPMediaForwarder: Sendable {
     /// No video frame has reached the publisher yet: the first track shown (the first set
     /// up) gives way to the one the consumers want, whose keyframe then goes first.
     private var noFrameYet = true
+    /// When the shown track last had a frame (µs of the publisher's clock): a track that stops
+    /// while others go on (an encoder dropping a rendition) gives way at another's keyframe.
+    private var shownFrameAt: Int64?
+    /// A shown track silent this long, while another sends, is replaced (µs).
+    public static let stoppedTrackAfter: Int64 = 1_000_000
     public private(set) var audioSetup: CodecConfiguration?
     /// A bounded count of frames dropped because no setup had arrived yet (for logs).
     public private(set) var framesBeforeSetup = 0
@@ -153,9 +158,12 @@ public struct RTMPMediaForwarder: Sendable {
                 return .ignored
             }
             if track != shownTrack {
-                // Another track is wanted: shown from this keyframe on.
+                // Another track is wanted, or the shown one stopped: shown from this keyframe on.
+                let stopped = shownFrameAt.map { micros &- $0 > Self.stoppedTrackAfter } ?? false
                 guard isKeyframe, tracks.count > 1,
-                      Self.track(for: publisher.videoDemand, among: tracks, fitsTiles: fitsTiles) == track else { return .ignored }
+                      stopped || Self.track(for: publisher.videoDemand, among: tracks, fitsTiles: fitsTiles) == track else {
+                    return .ignored
+                }
                 show(track)
                 if setup != videoSetup {
                     videoSetup = setup
@@ -167,6 +175,7 @@ public struct RTMPMediaForwarder: Sendable {
                 return .ignored
             }
             noFrameYet = false
+            shownFrameAt = micros
             let limit = Self.maxCompositionOffsetMs
             let offsetMs = min(max(compositionTimeMs, -limit), limit)
             if offsetMs != compositionTimeMs { compositionOffsetsClamped &+= 1 }
