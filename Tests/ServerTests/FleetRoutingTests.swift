@@ -44,6 +44,8 @@ final class ScriptedOwnership: StageOwnership {
         forwarded.withLock { $0.append((route.operation.name, body)) }
         return Data(#"{"forwardedTo":"\#(peer.nodeId)"}"#.utf8)
     }
+
+    func otherLiveNodes() async throws(APIError) -> [FleetPeer] { [peer] }
 }
 
 @Suite struct FleetRoutingTests {
@@ -155,6 +157,19 @@ final class ScriptedOwnership: StageOwnership {
             try await h.plane.handle(.init(operation: .stopComposition), query: "", body: stop, forwarded: true)
         }
         #expect(h.ownership.forwarded.withLock { $0.count } == 2)
+    }
+
+    @Test("RevokeConnectionToken runs here and is told to every other live node, once: a forwarded one goes no further")
+    func revocationToldToEveryNode() async throws {
+        let h = try await Self.harness()
+        let body = try Self.body(RevokeConnectionTokenRequest(tokenId: "token-1"))
+        let route = APIOperation.Route(operation: .revokeConnectionToken)
+        _ = try await h.plane.handle(route, query: "", body: body)
+        #expect(h.ownership.forwarded.withLock { $0.map(\.operation) } == ["RevokeConnectionToken"])
+        #expect(h.ownership.forwarded.withLock { $0.first?.body } == body)
+        #expect(await h.plane.runtime.isRevoked(stageArn: Self.localStage, participantId: "token-1"), "refused here from now on")
+        _ = try await h.plane.handle(route, query: "", body: body, forwarded: true)
+        #expect(h.ownership.forwarded.withLock { $0.count } == 1, "a forwarded revocation is not forwarded again")
     }
 
     @Test("another node's composition is read from the shared store, by Get and List")

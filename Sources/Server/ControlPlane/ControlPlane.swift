@@ -74,9 +74,18 @@ public struct ControlPlane<Store: CompositionStore>: Sendable {
             return try await handlePublicKeys(route.operation, body: body)
         case .revokeConnectionToken:
             // Not a stage's: the revocation is in the store (every node refuses the token from
-            // now on), and this node disconnects whoever it admitted with it.
+            // now on); each node disconnects whoever it admitted with it (told by this one).
             let request = try decode(RevokeConnectionTokenRequest.self, body)
             try await runtime.revoke(tokenId: request.tokenId, reason: "RevokeConnectionToken")
+            if !forwarded {
+                for peer in try await manager.ownership.otherLiveNodes() {
+                    do { _ = try await manager.ownership.forward(route, query: query, body: body, to: peer) } catch {
+                        // Stored already: that node refuses the token's next connection anyway.
+                        runtime.logger.warning("a node was not told of a revoked token", metadata: [
+                            "node": "\(peer.nodeId)", "error": "\(error.message)"])
+                    }
+                }
+            }
             return try APIJSON.encode(RevokeConnectionTokenResponse())
         }
     }

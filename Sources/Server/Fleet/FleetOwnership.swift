@@ -118,6 +118,15 @@ final class FleetOwnership: StageOwnership {
         }
     }
 
+    func otherLiveNodes() async throws(APIError) -> [FleetPeer] {
+        let nodes: [FleetNodeStatus]
+        do { nodes = try await store.fleetNodes() } catch { throw .internalServer("fleet nodes: \(error.message)") }
+        return nodes.filter { $0.live && $0.registration.nodeId != nodeId }.map { node in
+            FleetPeer(nodeId: node.registration.nodeId, internalURL: node.registration.internalURL, whipURL: node.registration.whipURL,
+                      rtmpURL: node.registration.rtmpURL)
+        }
+    }
+
     func remoteOwner(of stageArn: String) async throws(APIError) -> FleetPeer? {
         guard let found = try await placement(stageArn), found.0.nodeId != nodeId || found.0.incarnation != incarnation else {
             return nil

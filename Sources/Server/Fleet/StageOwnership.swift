@@ -57,6 +57,13 @@ public protocol StageOwnership: Sendable {
     func remoteOwner(of stageArn: String) async throws(APIError) -> FleetPeer?
     /// Runs an API operation on `peer`, returning its answer (or its error).
     func forward(_ route: APIOperation.Route, query: String, body: Data, to peer: FleetPeer) async throws(APIError) -> Data
+    /// The other nodes alive now (an operation of no one stage, such as RevokeConnectionToken,
+    /// is told to each).
+    func otherLiveNodes() async throws(APIError) -> [FleetPeer]
+}
+
+extension StageOwnership {
+    public func otherLiveNodes() async throws(APIError) -> [FleetPeer] { [] }
 }
 
 /// One host: every stage is this node's, and nothing is reserved.
