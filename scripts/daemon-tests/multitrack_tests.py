@@ -214,10 +214,13 @@ def compose(d, media, label, forms=FORMS, seconds=COMPOSED_SECONDS, window=WINDO
     return final, ids, (after - before) / (measured_to - measured_from), results, stopping
 
 
-def tile_colours(d, composition, expected, label, seconds=COMPOSED_SECONDS, settled=SETTLED):
+def tile_colours(d, composition, expected, label, seconds=COMPOSED_SECONDS, settled=SETTLED, camera_off_allowed=False):
     """Decodes the composite recording: every tile's colour at 10 fps from `settled` s in
-    (`expected`: tile index → colour, for a grid of that many). Returns ({colour: samples},
-    [problems])."""
+    (`expected`: tile index → colour, for a grid of that many). `camera_off_allowed`: the
+    camera-off tile (grey) is no problem, but every tile shows its colour at least once and
+    never another's (the largest tracks' run: twelve 720p decodes, which a machine busy with
+    something else cannot keep up with; what it shows must still be the largest track).
+    Returns ({colour: samples}, [problems])."""
     _, _, playlist, _ = final_playlist(recording_dir(d, composition))
     probed = media_check.probe(playlist)
     video = [s for s in probed["streams"] if s.get("codec_type") == "video"]
@@ -244,9 +247,13 @@ def tile_colours(d, composition, expected, label, seconds=COMPOSED_SECONDS, sett
             x, y = media_check.centre(rect)
             name = frames.name(t, x // scale, y // scale)
             seen[name] += 1
+            if camera_off_allowed and name == "grey":
+                continue
             if name != expected[index]:
                 problems.append(f"{t:.1f}s tile {index}: {name} {frames.colour(t, x // scale, y // scale)}, expected {expected[index]}")
     check(samples >= 10 * (seconds - settled - 2), f"{label}: only {samples} samples in a {frames.duration:.1f}s recording")
+    if camera_off_allowed:
+        problems += [f"tile {index} never shows {expected[index]}" for index in sorted(placed) if index not in first]
     print(f"multitrack {label}: {frames.duration:.1f}s recording, {samples} samples from {settled:.1f}s: tile colours "
           + ", ".join(f"{name} {count}" for name, count in seen.most_common())
           + f"; the expected colour first at {max(first.values(), default=float('nan')):.1f}s at the latest")
@@ -290,7 +297,8 @@ def test_multitrack_composes_from_the_smallest_track(d):
             largest.process.wait()
     # Every multitrack publisher logs the track it shows, the largest here.
     problems += shown_problems(full_log(largest), ids_l, {TRACKS[0][0]}, "with the rule off", stopping_l)
-    largest_seen, largest_problems = tile_colours(largest, final_l, {i: TRACKS[0][3] for i in placed}, "largest")
+    largest_seen, largest_problems = tile_colours(largest, final_l, {i: TRACKS[0][3] for i in placed}, "largest",
+                                                  camera_off_allowed=True)
 
     ratio = fits_cpu / largest_cpu if largest_cpu else float("nan")
     print(f"multitrack CPU: fits tiles {fits_cpu:.2f} CPU-s per output s, largest {largest_cpu:.2f}, ratio {ratio:.2f}")
