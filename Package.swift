@@ -91,10 +91,16 @@ let package = Package(
         // The only importer of the C modules.
         .target(name: "FFmpeg", dependencies: ["CFFmpeg", "CFFmpegShim", "MediaCore"], swiftSettings: strict),
 
+        // Overlays' text: fontconfig, FriBidi, HarfBuzz, FreeType and Cairo (Debian's); only
+        // OverlayDrawing imports it.
+        .systemLibrary(name: "CTextStack", pkgConfig: "harfbuzz",
+                       providers: [.apt(["libharfbuzz-dev", "libfreetype-dev", "libfontconfig-dev", "libfribidi-dev", "libcairo2-dev"])]),
+        .target(name: "OverlayDrawing", dependencies: ["CTextStack", "MediaCore"], swiftSettings: strict),
+
         // Media pipeline and outputs.
         .target(
             name: "Pipeline",
-            dependencies: ["FFmpeg", "MediaCore", "Layout", "Stages", "LiveStage",
+            dependencies: ["FFmpeg", "MediaCore", "Layout", "Stages", "LiveStage", "OverlayDrawing",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -271,6 +277,7 @@ let package = Package(
         .testTarget(name: "EventsTests", dependencies: ["Events", "Lifecycle"]),
         .testTarget(name: "StagesTests", dependencies: ["Stages", "TestSupport"]),
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg", "MediaCore", "TestSupport"]),
+        .testTarget(name: "OverlayDrawingTests", dependencies: ["OverlayDrawing", "MediaCore"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Layout", "MediaCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "TestSupport", .product(name: "Logging", package: "swift-log")],
                     exclude: ["Corpus"]),

@@ -154,7 +154,8 @@ install -m 0755 packaging/postinst packaging/prerm packaging/postrm "$root/DEBIA
 echo "/etc/stage-compositor/config.json" > "$root/DEBIAN/conffiles"
 
 # 3. Depends: the Debian packages of the libraries the binary links (dpkg-shlibdeps reads their
-# shlibs/symbols files), plus adduser for postinst.
+# shlibs/symbols files), plus adduser for postinst and the overlays' default font (DejaVu);
+# Recommends: the fonts text falls back on (CJK, colour emoji).
 shlib_work="$scratch/shlibdeps"
 rm -rf "$shlib_work"; mkdir -p "$shlib_work/debian"
 printf 'Source: stage-compositor\n\nPackage: stage-compositor\nArchitecture: amd64\n' > "$shlib_work/debian/control"
@@ -162,7 +163,7 @@ shlibs=$(cd "$shlib_work" && dpkg-shlibdeps -O -e "$root/usr/bin/stage-composito
   | sed -n 's/^shlibs:Depends=//p')
 [[ -n "$shlibs" ]] || { echo "build-deb.sh: dpkg-shlibdeps found nothing:" >&2; cat "$shlib_work/warnings" >&2; exit 1; }
 if [[ -s "$shlib_work/warnings" ]]; then sed 's/^/build-deb.sh: /' "$shlib_work/warnings" >&2; fi
-depends="$shlibs, adduser"
+depends="$shlibs, adduser, fonts-dejavu-core"
 
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
 chmod 0644 "$root/DEBIAN/md5sums" "$root/DEBIAN/conffiles"

@@ -25,6 +25,10 @@ packages=(
   pkg-config ffmpeg curl
   libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libopus-dev
   libssl-dev libsrtp2-dev
+  # Overlays: fontconfig, FriBidi, HarfBuzz, FreeType, Cairo; the fonts they fall back on
+  # (DejaVu; Droid Sans Fallback for CJK; Noto Color Emoji).
+  libharfbuzz-dev libfreetype-dev libfontconfig-dev libfribidi-dev libcairo2-dev
+  fonts-dejavu-core fonts-droid-fallback fonts-noto-color-emoji
 )
 if [[ -n "$test" ]]; then
   # systemd: systemd-analyze for the unit tests (OpsTests).
@@ -37,6 +41,8 @@ if [[ -n "$test" ]]; then
              # and network namespaces (iproute2) for libnice, which skips loopback.
              gstreamer1.0-nice python3-gi gir1.2-gst-plugins-bad-1.0 gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
              chromium iproute2
+             # Overlay tests read the composite's text back with OCR.
+             tesseract-ocr tesseract-ocr-eng
              # The PostgreSQL store's tests start their own server (initdb in a temp dir).
              postgresql
              # The PyPI packages below go into a virtual environment (PEP 668).

@@ -54,6 +54,8 @@ echo "size:    $(stat -c %s "$deb") bytes ($(du -h "$deb" | cut -f1)), installed
 echo "Depends: $(dpkg-deb -f "$deb" Depends)"
 [[ "$(dpkg-deb -f "$deb" Depends)" == *libavcodec59* ]] && pass "Depends names the FFmpeg libraries" \
   || fail "Depends lacks libavcodec59"
+[[ "$(dpkg-deb -f "$deb" Depends)" == *libharfbuzz0b*fonts-dejavu-core* ]] && pass "Depends names the text stack and the default font" \
+  || fail "Depends lacks the text stack or fonts-dejavu-core"
 [[ "$(dpkg-deb -f "$deb" Depends)" != *swift* ]] && pass "Depends names no Swift runtime" || fail "Depends names a Swift package"
 
 step "lintian"

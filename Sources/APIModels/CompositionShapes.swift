@@ -171,9 +171,13 @@ public struct Composition: Codable, Hashable, Sendable {
     public var tags: Tags?
     public var startTime: APITimestamp?
     public var endTime: APITimestamp?
+    /// Extension (not in the IVS model): the overlays in force (StartComposition's, then each
+    /// UpdateComposition's), as `layout` is the layout in force; absent when none were given.
+    public var overlays: OverlayConfiguration?
 
     public init(arn: String, stageArn: String, state: CompositionState, layout: LayoutConfiguration,
-                destinations: [Destination], tags: Tags? = nil, startTime: APITimestamp? = nil, endTime: APITimestamp? = nil) {
+                destinations: [Destination], tags: Tags? = nil, startTime: APITimestamp? = nil, endTime: APITimestamp? = nil,
+                overlays: OverlayConfiguration? = nil) {
         self.arn = arn
         self.stageArn = stageArn
         self.state = state
@@ -182,6 +186,7 @@ public struct Composition: Codable, Hashable, Sendable {
         self.tags = tags
         self.startTime = startTime
         self.endTime = endTime
+        self.overlays = overlays
     }
 
     public var summary: CompositionSummary {
@@ -222,10 +227,15 @@ public struct StartCompositionRequest: Codable, Hashable, Sendable {
     /// Extension (not in the IVS model): participants' gain and mute from the start, by
     /// participant ID.
     public var audio: [String: ParticipantAudio]?
+    /// Extension (not in the IVS model): what the compositor draws itself (labels, images,
+    /// background, slate, banners) from the start.
+    public var overlays: OverlayConfiguration?
 
     public init(stageArn: String, idempotencyToken: String? = nil, layout: LayoutConfiguration? = nil,
-                destinations: [DestinationConfiguration], tags: Tags? = nil, audio: [String: ParticipantAudio]? = nil) {
+                destinations: [DestinationConfiguration], tags: Tags? = nil, audio: [String: ParticipantAudio]? = nil,
+                overlays: OverlayConfiguration? = nil) {
         self.audio = audio
+        self.overlays = overlays
         self.stageArn = stageArn
         self.idempotencyToken = idempotencyToken
         self.layout = layout
@@ -241,18 +251,22 @@ public struct StartCompositionResponse: Codable, Hashable, Sendable {
 
 /// Extension (not in the IVS model): directs a running composition. Absent parts are left
 /// as they are: a new layout from the next output frame on (gliding over `transitionMs`),
-/// participants' gain and mute merged over those in force.
+/// participants' gain and mute merged over those in force, overlays replaced whole (an empty
+/// `{}` removes them all).
 public struct UpdateCompositionRequest: Codable, Hashable, Sendable {
     public var arn: String
     public var layout: LayoutConfiguration?
     public var transitionMs: Int?
     public var audio: [String: ParticipantAudio]?
+    public var overlays: OverlayConfiguration?
 
-    public init(arn: String, layout: LayoutConfiguration? = nil, transitionMs: Int? = nil, audio: [String: ParticipantAudio]? = nil) {
+    public init(arn: String, layout: LayoutConfiguration? = nil, transitionMs: Int? = nil, audio: [String: ParticipantAudio]? = nil,
+                overlays: OverlayConfiguration? = nil) {
         self.arn = arn
         self.layout = layout
         self.transitionMs = transitionMs
         self.audio = audio
+        self.overlays = overlays
     }
 }
 

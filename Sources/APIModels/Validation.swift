@@ -161,6 +161,7 @@ extension StartCompositionRequest: APIRequest {
         }
         if let layout { try layout.validateModel(options: options) }
         try Self.validateAudio(audio)
+        if let overlays { try overlays.validateModel() }
         try Rule.count(destinations, 1...ModelLimits.maximumDestinations, at: "destinations")
         var channelIndex: Int?
         var s3Index: Int?
@@ -236,6 +237,18 @@ extension LayoutConfiguration {
     }
 }
 
+extension OverlayConfiguration {
+    /// The `overlays` extension field's shape (the Layout module's checks, the one place they
+    /// live). Its files and fonts are checked where they are loaded, by the daemon.
+    func validateModel() throws(APIError) {
+        do throws(LayoutValidationError) {
+            try validate(prefix: "overlays")
+        } catch {
+            throw .validation(error.description)
+        }
+    }
+}
+
 extension StartCompositionRequest {
     /// The `audio` extension field's rules (StartComposition and UpdateComposition).
     static func validateAudio(_ audio: [String: ParticipantAudio]?) throws(APIError) {
@@ -261,7 +274,10 @@ extension UpdateCompositionRequest: APIRequest {
         }
         if transitionMs != nil, layout == nil { throw Rule.fail("transitionMs", "applies to a layout: give one") }
         try StartCompositionRequest.validateAudio(audio)
-        if layout == nil, audio == nil { throw Rule.fail("layout", "give a layout or audio settings to change") }
+        if let overlays { try overlays.validateModel() }
+        if layout == nil, audio == nil, overlays == nil {
+            throw Rule.fail("layout", "give a layout, audio settings or overlays to change")
+        }
     }
 }
 

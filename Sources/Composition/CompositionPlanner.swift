@@ -64,6 +64,9 @@ public struct CompositionPlanner: Sendable {
         public var encoder: EncoderSpec
         /// Participants' gain and mute from the start (the `audio` extension field).
         public var audio: [String: ParticipantAudio] = [:]
+        /// The `overlays` extension field, prepared (its files read) by the caller: planning
+        /// reads no files.
+        public var overlays: PreparedOverlays?
     }
 
     /// The encoder and storage configuration ARNs `request` names, to look up.
@@ -160,7 +163,8 @@ public struct CompositionPlanner: Sendable {
                                      thumbnails: recording.thumbnails)
         }
         return CompositionPlan(compositionId: compositionId, encoder: plan.encoder, layout: plan.layout, recording: recording,
-                               channel: plan.channel, preset: preset, lowLatency: lowLatency, tuning: tuning, audio: plan.audio)
+                               channel: plan.channel, preset: preset, lowLatency: lowLatency, tuning: tuning, audio: plan.audio,
+                               overlays: plan.overlays)
     }
 
     /// The push a channel entry describes (its reconnect policy with defaults).

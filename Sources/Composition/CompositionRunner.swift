@@ -64,10 +64,14 @@ public struct CompositionPlan: Sendable {
     public var tuning: CompositionTuning
     /// Participants' gain and mute from the start (StartComposition's `audio` extension).
     public var audio: [String: ParticipantAudio]
+    /// What it draws itself from the start (StartComposition's `overlays`), files decoded.
+    public var overlays: PreparedOverlays?
 
     public init(compositionId: String, encoder: EncoderSpec, layout: LayoutConfiguration,
                 recording: RecordingDestinationPlan?, channel: ChannelDestinationPlan? = nil, preset: String = "veryfast",
-                lowLatency: Bool = false, tuning: CompositionTuning = CompositionTuning(), audio: [String: ParticipantAudio] = [:]) {
+                lowLatency: Bool = false, tuning: CompositionTuning = CompositionTuning(), audio: [String: ParticipantAudio] = [:],
+                overlays: PreparedOverlays? = nil) {
+        self.overlays = overlays
         self.tuning = tuning
         self.audio = audio
         self.lowLatency = lowLatency
@@ -144,6 +148,7 @@ public final class CompositionRunner {
                                            layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning,
                                            stageChangeTransitionMs: plan.layout.transitionMs ?? 0, director: director,
                                            audioSettings: plan.audio, activeSpeaker: plan.layout.activeSpeaker)
+        settings.overlays = plan.overlays
         if let recordingSink {
             // What it applies goes into the recording, for a re-render directed the same way.
             let log = DirectionLog(stageArn: source.stageArn)

@@ -106,7 +106,7 @@ private func validateActiveSpeaker(_ hold: Int?, _ minimum: Int?, prefix: String
     }
 }
 
-private func validateAttributeKey(_ key: String?, field: String) throws(LayoutValidationError) {
+func validateAttributeKey(_ key: String?, field: String) throws(LayoutValidationError) {
     guard let key else { return }
     let count = key.unicodeScalars.count
     if count > AttributeKey.maximumLength {

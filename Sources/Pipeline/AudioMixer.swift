@@ -105,6 +105,9 @@ public final class AudioMixer {
         }
         if gains.count > Self.settingsLimit { gains = gains.filter { id, _ in participants.contains { $0.participantId == id } } }
         lastPeak = limiter.process(left: mixLeft, right: mixRight, count: count)
+        // The caller drains a frame after each tick; a mix left undrained must stop here, not
+        // write past the queue.
+        precondition(fifoCount + count <= fifoCapacity, "AudioMixer: mix called \(fifoCount) samples ahead of the encoder")
         (fifoLeft + fifoCount).update(from: mixLeft, count: count)
         (fifoRight + fifoCount).update(from: mixRight, count: count)
         fifoCount += count

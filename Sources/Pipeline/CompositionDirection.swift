@@ -1,5 +1,5 @@
-// Directing a running composition: a producer's change (a new layout, per-participant audio)
-// is posted from any thread and taken by the composition thread at the start of its next
+// Directing a running composition: a producer's change (a new layout, per-participant audio,
+// overlays) is posted from any thread and taken by the composition thread at the start of its next
 // output frame, which applies it to that frame: the change is in the picture and the mix
 // from the frame after the call on, with no encoder restart.
 
@@ -16,17 +16,22 @@ public struct CompositionDirection: Sendable, Equatable {
     /// Participants' gain and mute, merged over the settings in force (a participant not
     /// named keeps its own).
     public var audio: [String: ParticipantAudio]
+    /// The overlays from now on, prepared (files decoded) before they were posted: a whole
+    /// description replaces the one in force; an empty one removes them all.
+    public var overlays: PreparedOverlays?
 
-    public init(layout: LayoutConfiguration? = nil, transitionMs: Int = 0, audio: [String: ParticipantAudio] = [:]) {
+    public init(layout: LayoutConfiguration? = nil, transitionMs: Int = 0, audio: [String: ParticipantAudio] = [:],
+                overlays: PreparedOverlays? = nil) {
         self.layout = layout
         self.transitionMs = transitionMs
         self.audio = audio
+        self.overlays = overlays
     }
 }
 
 /// The mailbox between the API and one composition thread. Bounded: changes that pile up
-/// before a frame takes them are merged into one (the latest layout wins, audio settings
-/// merge), so a flood of calls costs one change's memory.
+/// before a frame takes them are merged into one (the latest layout and the latest overlays
+/// win, audio settings merge), so a flood of calls costs one change's memory.
 public final class CompositionDirector: Sendable {
     private let pending = Mutex<CompositionDirection?>(nil)
 
@@ -44,6 +49,7 @@ public final class CompositionDirector: Sendable {
                 merged.transitionMs = change.transitionMs
             }
             merged.audio.merge(change.audio) { _, new in new }
+            if let overlays = change.overlays { merged.overlays = overlays }
             current = merged
         }
     }

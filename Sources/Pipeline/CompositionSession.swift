@@ -54,6 +54,8 @@ public struct CompositionSettings {
     public var directionLog: DirectionLog?
     /// The layout it starts with, as configured (the log's first entry).
     public var layoutConfiguration: LayoutConfiguration?
+    /// The overlays it starts with (StartComposition's, `compose --overlays`), prepared.
+    public var overlays: PreparedOverlays?
 
     public init(video: VideoEncoderSettings, audio: AudioEncoderSettings = AudioEncoderSettings(),
                 layout: any LayoutEngine, duration: MediaTime? = nil, tuning: CompositionTuning = CompositionTuning(),
@@ -156,6 +158,8 @@ public final class CompositionSession {
             mixer.setAudio(settings.audioSettings)
             renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: settings.video.frameRate)
             renderer.followSpeakers(settings.activeSpeaker)
+            // The initial overlays take the same path as a change, before the first frame.
+            if let overlays = settings.overlays { renderer.direct(CompositionDirection(overlays: overlays)) }
         } catch {
             throw .encoder(error.description)
         }
@@ -169,7 +173,7 @@ public final class CompositionSession {
         if let log = settings.directionLog {
             log.startedAtMs = wallClockOrigin
             if let layout = settings.layoutConfiguration {
-                log.start(CompositionDirection(layout: layout, audio: settings.audioSettings))
+                log.start(CompositionDirection(layout: layout, audio: settings.audioSettings, overlays: settings.overlays))
             }
         }
         for sink in sinks {
@@ -281,7 +285,8 @@ public final class CompositionSession {
         logger.info("composition directed", metadata: ["at.ms": "\(stageTime.millisecondsValue)",
                                                        "layout.changed": "\(change.layout != nil)",
                                                        "transition.ms": "\(change.transitionMs)",
-                                                       "audio.participants": "\(change.audio.count)"])
+                                                       "audio.participants": "\(change.audio.count)",
+                                                       "overlays.changed": "\(change.overlays != nil)"])
     }
 
     /// Sends one frame (nil: flush) and hands every packet that comes out to the sinks.

@@ -1,4 +1,4 @@
-// What a composition applied, on its own clock: the layout and audio it started with, each
+// What a composition applied, on its own clock: the layout, audio and overlays it started with, each
 // producer's change (UpdateComposition, a recorded stage's directions) and each participant's
 // attributes as the composition saw them change (UpdateParticipant, token exchanges). The
 // recording keeps it as `events/directions.json`, so a re-render from the individual
@@ -28,14 +28,14 @@ public final class DirectionLog {
     /// What the composition starts with (not a change: alone, it writes no file).
     public func start(_ initial: CompositionDirection) {
         append(StageDirection(atMs: 0, layout: initial.layout, transitionMs: initial.layout == nil ? nil : initial.transitionMs,
-                              audio: initial.audio.isEmpty ? nil : initial.audio))
+                              audio: initial.audio.isEmpty ? nil : initial.audio, overlays: initial.overlays?.configuration))
     }
 
     /// A change applied from composition time `atMicroseconds` on.
     public func record(_ change: CompositionDirection, atMicroseconds: Int64) {
         directed = true
         append(StageDirection(atMs: atMicroseconds / 1000, layout: change.layout, transitionMs: change.layout == nil ? nil : change.transitionMs,
-                              audio: change.audio.isEmpty ? nil : change.audio))
+                              audio: change.audio.isEmpty ? nil : change.audio, overlays: change.overlays?.configuration))
     }
 
     /// The participants a tick composed: whoever's attributes differ from the last seen are

@@ -22,6 +22,8 @@ public final class StageRenderer {
     private let scheduled: [ScheduledDirection]
     private var nextScheduled = 0
     public private(set) var appliedDirections: [CompositionDirection] = []
+    /// The stage time of the last tick rendered (µs): a change fades from there.
+    private var lastStageTime: Int64 = 0
 
     public init(source: any StageSource, compositor: VideoCompositor, mixer: AudioMixer, frameRate: Rational) {
         self.source = source
@@ -53,6 +55,16 @@ public final class StageRenderer {
             if layout.activeSpeaker != speakerSettings { followSpeakers(layout.activeSpeaker) }
         }
         if !change.audio.isEmpty { mixer.setAudio(change.audio, onStage: Set(mixer.audibleParticipants)) }
+        if let overlays = change.overlays {
+            if overlays.configuration.isEmpty {
+                compositor.overlays = nil
+            } else {
+                let painter = compositor.overlays ?? OverlayPainter(canvasSize: compositor.canvasSize, defaultFont: overlays.defaultFont)
+                painter.set(overlays, at: lastStageTime)
+                // Set again: the background may have changed, so the next frame is drawn whole.
+                compositor.overlays = painter
+            }
+        }
     }
 
     /// Brings the stage to output frame `tick`: the participants at its time, their pictures
@@ -62,6 +74,7 @@ public final class StageRenderer {
     public func render(tick: Int64, repeatPicture: Bool = false) -> [StageParticipantState] {
         let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
         let stageMicro = stageTime.microsecondsValue
+        lastStageTime = stageMicro
         appliedDirections.removeAll(keepingCapacity: true)
         while nextScheduled < scheduled.count, scheduled[nextScheduled].atMicroseconds <= stageMicro {
             direct(scheduled[nextScheduled].change)

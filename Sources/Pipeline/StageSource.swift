@@ -2,6 +2,7 @@
 // ingest (later) answers from live connections. The session asks once per output frame.
 
 public import MediaCore
+import Layout
 public import Stages
 public import Logging
 public import FFmpeg
@@ -75,11 +76,14 @@ public final class RecordedStageSource: StageSource {
     private var cachedUntil: Int64 = .min
     /// Attributes set by the manifest's directions, by participant, in time order.
     private let attributeChanges: [String: [(atMs: Int64, attributes: [String: String])]]
-    /// The manifest's layout and audio directions.
+    /// The manifest's layout, audio and overlay directions.
     public let scheduledDirections: [ScheduledDirection]
 
-    /// Opens every participant's media. A file that cannot be opened is an error naming it.
-    public init(stage: RecordedStage, limits: DecoderLimits = DecoderLimits(), logger: Logger) throws(PipelineError) {
+    /// Opens every participant's media and prepares the directions' overlays (their files
+    /// from `overlayAssets`, default: the stage's folder). A file that cannot be opened, or
+    /// overlays that cannot be prepared, is an error naming it.
+    public init(stage: RecordedStage, limits: DecoderLimits = DecoderLimits(), overlayAssets: OverlayAssets? = nil,
+                logger: Logger) throws(PipelineError) {
         self.stage = stage
         var arrival: [String: Int] = [:]
         let ordered = stage.manifest.participants.enumerated().sorted { a, b in
@@ -95,11 +99,22 @@ public final class RecordedStageSource: StageSource {
             for (id, attributes) in direction.attributes ?? [:] { attributeChanges[id, default: []].append((direction.atMs, attributes)) }
         }
         self.attributeChanges = attributeChanges
-        scheduledDirections = directions.compactMap { direction in
-            guard direction.layout != nil || !(direction.audio ?? [:]).isEmpty else { return nil }
-            return ScheduledDirection(atMicroseconds: direction.atMs * 1000, change: CompositionDirection(
-                layout: direction.layout, transitionMs: direction.transitionMs ?? 0, audio: direction.audio ?? [:]))
+        let assets = overlayAssets ?? OverlayAssets(directory: stage.directory.path)
+        var scheduled: [ScheduledDirection] = []
+        for (index, direction) in directions.enumerated() {
+            guard direction.layout != nil || !(direction.audio ?? [:]).isEmpty || direction.overlays != nil else { continue }
+            var overlays: PreparedOverlays?
+            if let configuration = direction.overlays {
+                do throws(LayoutValidationError) {
+                    overlays = try assets.prepare(configuration, prefix: "directions[\(index)].overlays")
+                } catch {
+                    throw .media(file: stage.directory.appendingPathComponent(RecordedStage.manifestName).path, message: error.description)
+                }
+            }
+            scheduled.append(ScheduledDirection(atMicroseconds: direction.atMs * 1000, change: CompositionDirection(
+                layout: direction.layout, transitionMs: direction.transitionMs ?? 0, audio: direction.audio ?? [:], overlays: overlays)))
         }
+        scheduledDirections = scheduled
         changeTimes = Array(Set(stage.manifest.participants.flatMap { $0.timeline.map(\.atMs) }
             + directions.filter { $0.attributes != nil }.map(\.atMs))).sorted()
         for participant in stage.manifest.participants {

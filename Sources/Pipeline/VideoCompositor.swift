@@ -59,6 +59,10 @@ public final class VideoCompositor {
     /// participant who is not shown (stopped, not published) is read on the stage clock but
     /// not decoded, and decoding resumes from its latest keyframe when it is shown again.
     public var decodeHiddenVideo = false
+    /// Overlays drawn over (and under) the tiles; nil: none.
+    public var overlays: OverlayPainter? {
+        didSet { invalidate() }
+    }
     /// The subscribers a tick brings to its time (kept: no allocation per tick).
     private var advancing: [ParticipantSubscriber] = []
     private let logger: Logger
@@ -78,7 +82,27 @@ public final class VideoCompositor {
     public func compose(participants: [StageParticipantState], source: any StageSource, stageTime: Int64) {
         advanceVideo(participants: participants, source: source, stageTime: stageTime)
         updateLayout(participants: participants, source: source, stageTime: stageTime)
+        // What the last frame's overlays covered is put back before anything is drawn, so
+        // the tiles kept from it are as they were drawn.
+        overlays?.restore(canvasFrame)
         draw(source: source, stageTime: stageTime)
+        overlays?.paint(canvasFrame, tiles: tiles, participants: participants, stageTime: stageTime)
+    }
+
+    /// The canvas's planes, for drawing.
+    private var canvasFrame: PlanarYUV420 {
+        let planes = canvas.yuvPlanes
+        return PlanarYUV420(yPlane: planes.y, uPlane: planes.u, vPlane: planes.v,
+                            yStride: planes.yStride, uStride: planes.uStride, vStride: planes.vStride,
+                            width: planes.width, height: planes.height)
+    }
+
+    /// The whole canvas emptied: the overlays' background or slate (nobody on stage), else black.
+    private func fillBackground() {
+        let whole = Rect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height)
+        if overlays?.fill(whole, of: canvasFrame, slate: tiles.isEmpty) != true {
+            canvas.fill(whole, y: 16, u: 128, v: 128)
+        }
     }
 
     /// Brings the stage to `stageTime` without drawing (the clock is behind and the previous
@@ -195,7 +219,7 @@ public final class VideoCompositor {
         if !reuseUnchangedTiles { backgroundDrawn = false }
         if !backgroundDrawn {
             // A new layout: background once, then every tile.
-            canvas.fill(Rect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
+            fillBackground()
             drawn.removeAll(keepingCapacity: true)
             drawn.append(contentsOf: repeatElement(nil, count: tiles.count))
             backgroundDrawn = true
@@ -251,7 +275,7 @@ public final class VideoCompositor {
     private func drawTransition(_ transition: LayoutTransition, source: any StageSource, stageTime: Int64) {
         pass &+= 1
         backgroundDrawn = false
-        canvas.fill(Rect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height), y: 16, u: 128, v: 128)
+        fillBackground()
         for item in transition.tiles(at: stageTime) where item.opacity > 0 {
             let tile = item.tile
             guard tile.rect.x >= 0, tile.rect.y >= 0, tile.rect.maxX <= canvasSize.width, tile.rect.maxY <= canvasSize.height else { continue }
@@ -280,13 +304,14 @@ public final class VideoCompositor {
 
     /// The shared camera-off placeholder (the same drawing `layout preview` shows).
     private func drawCameraOff(_ tile: Tile) {
-        let planes = canvas.yuvPlanes
-        let frame = PlanarYUV420(yPlane: planes.y, uPlane: planes.u, vPlane: planes.v,
-                                 yStride: planes.yStride, uStride: planes.uStride, vStride: planes.vStride,
-                                 width: planes.width, height: planes.height)
+        // With labels, the overlay draws the name large instead of the tile's own small one.
+        if overlays?.drawsLabels == true {
+            CameraOffTile.draw(into: canvasFrame, rect: tile.rect, label: "")
+            return
+        }
         let participant = previousInput.first { $0.participantId == tile.participantId }
         let label = participant.map { $0.userId.isEmpty ? $0.participantId : $0.userId } ?? tile.participantId
-        CameraOffTile.draw(into: frame, rect: tile.rect, label: label)
+        CameraOffTile.draw(into: canvasFrame, rect: tile.rect, label: label)
     }
 }
 

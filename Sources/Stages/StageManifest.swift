@@ -175,7 +175,8 @@ public struct StageManifest: Codable, Hashable, Sendable {
 }
 
 /// One change a producer made to a composition, at one instant of the stage clock: the
-/// same parts as UpdateComposition (a layout with its transition, participants' audio) and
+/// same parts as UpdateComposition (a layout with its transition, participants' audio, the
+/// overlays) and
 /// UpdateParticipant (participants' attributes, by ID). A live composition writes one per
 /// change it applied into `events/directions.json`, with the wall-clock time of each.
 public struct StageDirection: Codable, Hashable, Sendable {
@@ -192,9 +193,14 @@ public struct StageDirection: Codable, Hashable, Sendable {
     public var audio: [String: ParticipantAudio]?
     /// Participants' attributes from now on, by participant ID.
     public var attributes: [String: [String: String]]?
+    /// The overlays from now on (a whole description; `{}` removes them). Image files are
+    /// relative to the manifest's folder.
+    public var overlays: OverlayConfiguration?
 
     public init(atMs: Int64, wallClockMs: Int64? = nil, layout: LayoutConfiguration? = nil, transitionMs: Int? = nil,
-                audio: [String: ParticipantAudio]? = nil, attributes: [String: [String: String]]? = nil) {
+                audio: [String: ParticipantAudio]? = nil, attributes: [String: [String: String]]? = nil,
+                overlays: OverlayConfiguration? = nil) {
+        self.overlays = overlays
         self.atMs = atMs
         self.wallClockMs = wallClockMs
         self.layout = layout
@@ -203,7 +209,7 @@ public struct StageDirection: Codable, Hashable, Sendable {
         self.attributes = attributes
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case atMs, wallClockMs, layout, transitionMs, audio, attributes }
+    enum CodingKeys: String, CodingKey, CaseIterable { case atMs, wallClockMs, layout, transitionMs, audio, attributes, overlays }
 
     public init(from decoder: any Decoder) throws {
         try UnknownFieldCheck.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
@@ -214,6 +220,7 @@ public struct StageDirection: Codable, Hashable, Sendable {
         transitionMs = try c.decodeIfPresent(Int.self, forKey: .transitionMs)
         audio = try c.decodeIfPresent([String: ParticipantAudio].self, forKey: .audio)
         attributes = try c.decodeIfPresent([String: [String: String]].self, forKey: .attributes)
+        overlays = try c.decodeIfPresent(OverlayConfiguration.self, forKey: .overlays)
     }
 }
 

@@ -88,8 +88,9 @@ enum StageManifestValidator {
 
     static var maximumDirections: Int { StageDirection.maximumCount }
 
-    /// Directions: in time order within a week, each layout as StartComposition checks it,
-    /// transitions 0...2000 ms, gains 0...2, attributes within IVS's 1 KB.
+    /// Directions: in time order within a week, each layout and overlay description as
+    /// StartComposition checks it, transitions 0...2000 ms, gains 0...2, attributes within
+    /// IVS's 1 KB. (Overlay files are read when the stage is composed.)
     static func validateDirections(_ directions: [StageDirection], file: String) throws(StageError) {
         if directions.count > maximumDirections {
             throw StageError(file: file, field: "directions", message: "\(directions.count) directions; at most \(maximumDirections)")
@@ -107,6 +108,7 @@ enum StageManifestValidator {
             do throws(LayoutValidationError) {
                 try direction.layout?.validate(prefix: "\(prefix).layout")
                 try LayoutConfiguration.validateTransition(direction.transitionMs, field: "\(prefix).transitionMs")
+                try direction.overlays?.validate(prefix: "\(prefix).overlays")
             } catch {
                 if case .invalidField(let field, let reason) = error { throw StageError(file: file, field: field, message: reason) }
                 throw StageError(file: file, field: prefix, message: error.description)

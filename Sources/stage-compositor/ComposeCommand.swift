@@ -35,6 +35,11 @@ struct ComposeCommand: ParsableCommand {
     @Option(help: "Layout preset name (see layouts/) or LayoutConfiguration JSON file.")
     var layout: String = "grid"
 
+    @Option(help: ArgumentHelp("Draw these overlays (labels, images, background, slate, banners): an overlay description (JSON, "
+                               + "StartComposition's `overlays`); the image files it names are relative to its folder.",
+                               valueName: "file"))
+    var overlays: String?
+
     @Option(help: "Encoder WIDTHxHEIGHT@FPS:BITRATE, e.g. 1280x720@30:2500000 (k/M suffixes allowed).")
     var encoder: String = EncoderSpec.default.description
 
@@ -96,6 +101,7 @@ struct ComposeCommand: ParsableCommand {
             let spec: EncoderSpec
             do { spec = try EncoderSpec.parse(encoder) } catch { throw CLIFailure("--encoder: \(error)") }
             let layoutConfiguration = try LayoutResolver.resolve(layout)
+            let preparedOverlays = try overlays.map { try OverlayFile.prepare($0) }
             let thumbnailPlan = try parseThumbnails(thumbnails)
             let input = try StageInput.load(stage, logger: logger)
             defer { if let directory = input.temporaryDirectory { try? FileManager.default.removeItem(at: directory) } }
@@ -129,7 +135,8 @@ struct ComposeCommand: ParsableCommand {
             }
 
             let planning = ComposePlanning(stageArn: recordedStage.manifest.stageArn, layout: layoutConfiguration, encoder: spec,
-                                           recording: record ? (segmentDuration, thumbnailPlan) : nil, channel: channel)
+                                           recording: record ? (segmentDuration, thumbnailPlan) : nil, channel: channel,
+                                           overlays: preparedOverlays)
             let plan = try planning.compositionPlan(
                 compositionId: makeResourceID(), uploads: { UploadQueue(storage: storage, logger: $0) }, preset: preset,
                 tuning: CompositionTuning(reuseUnchangedTiles: tileReuse, encoderThreads: encoderThreads,

@@ -21,6 +21,8 @@ struct ComposePlanning {
     /// --segment-duration and --thumbnails when recording; nil with --no-record.
     var recording: (segmentSeconds: Int, thumbnails: ThumbnailPlan?)?
     var channel: Destinations.ChannelDestinationConfiguration?
+    /// --overlays, prepared (its files read from the description's folder).
+    var overlays: PreparedOverlays?
 
     /// The request the flags amount to, and what it names.
     func request() -> (StartCompositionRequest, CompositionPlanner.Lookups, [ConfiguredChannel]) {
@@ -56,7 +58,8 @@ struct ComposePlanning {
                     hlsConfiguration: CompositionRecordingHlsConfiguration(targetSegmentDurationSeconds: recording.segmentSeconds)),
                 thumbnailConfigurations: [thumbnails])))
         }
-        return (StartCompositionRequest(stageArn: stageArn, layout: layout, destinations: destinations), lookups, channels)
+        return (StartCompositionRequest(stageArn: stageArn, layout: layout, destinations: destinations,
+                                        overlays: overlays?.configuration), lookups, channels)
     }
 
     /// The runner's plan, the recording's objects going through `uploads`.
@@ -67,8 +70,9 @@ struct ComposePlanning {
             try request.validate()
             let planner = CompositionPlanner(arnContext: Self.arnContext, channels: channels, bucketDirectories: [Self.bucket: nil])
             let stageId = String(stageArn.split(separator: "/").last ?? "stage")
-            let plan = try planner.plan(request, stageId: stageId, compositionId: compositionId,
+            var plan = try planner.plan(request, stageId: stageId, compositionId: compositionId,
                                         destinationIds: request.destinations.map { _ in ResourceID.random().rawValue }, lookups: lookups)
+            plan.overlays = overlays
             return CompositionPlanner.compositionPlan(plan, compositionId: compositionId, uploads: uploads, preset: preset,
                                                       lowLatency: false, tuning: tuning)
         } catch {

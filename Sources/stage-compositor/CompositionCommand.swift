@@ -21,7 +21,7 @@ struct CompositionCommand: AsyncParsableCommand {
 extension CompositionCommand {
     struct Update: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Change a running composition's layout (from its next frame) and participants' audio (UpdateComposition).")
+            abstract: "Change a running composition's layout, participants' audio and overlays (from its next frame; UpdateComposition).")
 
         @Option(help: "The daemon's API endpoint, e.g. http://127.0.0.1:8080 (default: $AWS_ENDPOINT_URL).")
         var endpoint: String?
@@ -43,6 +43,11 @@ extension CompositionCommand {
 
         @Option(help: "A participant to unmute. Repeatable.")
         var unmute: [String] = []
+
+        @Option(help: ArgumentHelp("The overlays from now on: an overlay description (JSON) replacing the one in force ({} removes "
+                                   + "them); the image files it names are looked up in the daemon's overlays.directory.",
+                                   valueName: "file"))
+        var overlays: String?
 
         @Option(help: "The signing region (default: $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1).")
         var region: String?
@@ -76,7 +81,7 @@ extension CompositionCommand {
                 throw CLIFailure("--layout: \(error)")
             }
             let request = UpdateCompositionRequest(arn: arn, layout: resolved, transitionMs: transition,
-                                                   audio: audio.isEmpty ? nil : audio)
+                                                   audio: audio.isEmpty ? nil : audio, overlays: try overlays.map { try OverlayFile.read($0) })
             // The daemon's own rules, before anything is sent.
             do {
                 try request.validate(options: ValidationOptions())

@@ -4,6 +4,7 @@ import ArgumentParser
 import Foundation
 import Layout
 import MediaCore
+import Pipeline
 
 struct LayoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,11 +45,21 @@ extension LayoutCommand {
         @Option(help: "With --transition-from: how far into the transition, 0...1 (0.5: its midpoint in time).")
         var progress: Double = 0.5
 
+        @Option(help: "Draw the overlays of this description (JSON; its files are relative to its folder).")
+        var overlays: String?
+
+        @Option(help: "Comma-separated names for the labels of P1...Pn (the `name` attribute), e.g. Alice,Bob.")
+        var names: String?
+
+        @Option(help: "Comma-separated 1-based indices of participants whose audio is muted (labels show a badge).")
+        var muted: String?
+
         mutating func validate() throws {
             guard (0...64).contains(participants) else { throw ValidationError("--participants must be 0...64") }
             guard progress.isFinite, (0...1).contains(progress) else { throw ValidationError("--progress must be 0...1") }
             _ = try parseSize(size)
             _ = try parseIndices(stopped)
+            _ = try parseIndices(muted)
         }
 
         mutating func run() throws {
@@ -65,7 +76,9 @@ extension LayoutCommand {
                     stopped: try parseIndices(stopped), configuration: from)
                 transition = LayoutPreview.Transition(from: from, fromParticipants: fromSample, progress: progress)
             }
-            let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample, transition: transition)
+            let decoration = try overlays.map { try overlayPreview($0, canvas: canvas, sample: sample) }
+            let png = LayoutPreview.renderPNG(configuration: configuration, canvas: canvas, participants: sample, transition: transition,
+                                              decoration: decoration)
             try writeOutput(Data(png), to: out)
             if let transition {
                 for item in transition.tiles(to: configuration, participants: sample, canvas: canvas) { print(item) }
@@ -74,6 +87,21 @@ extension LayoutCommand {
                     print(tile)
                 }
             }
+        }
+
+        /// The overlays of `path`, loaded as `compose --overlays` loads them, over the sample named by `--names`.
+        private func overlayPreview(_ path: String, canvas: PixelSize, sample: [LayoutParticipant]) throws -> OverlayPreview {
+            let prepared = try OverlayFile.prepare(path)
+            let names = names.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) } ?? []
+            let muted = try parseIndices(muted)
+            let participants = sample.enumerated().map { index, participant in
+                var attributes = participant.attributes
+                if index < names.count { attributes["name"] = names[index] }
+                return StageParticipantState(participantId: participant.participantId, userId: participant.userId, attributes: attributes,
+                                             isPublished: true, isVideoStopped: participant.video == .stopped,
+                                             isAudioMuted: muted.contains(index + 1), arrivalIndex: index)
+            }
+            return OverlayPreview(overlays: prepared, canvas: canvas, participants: participants)
         }
     }
 

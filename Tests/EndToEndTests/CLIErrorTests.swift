@@ -2,7 +2,9 @@
 // field at fault, no crash or stack trace, and no recording written. Runs the built binary
 // (see Paths.cli: `swift test` builds the executable along with the tests).
 import Foundation
+import Layout
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,6 +59,39 @@ struct CLIErrorTests {
         #expect(path.hasSuffix("/composite/media/hls/multivariant.m3u8"))
         #expect(path.hasPrefix(run.outDirectory.path))
         #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test("a run with overlays whose files are beside their description draws them from the first frame")
+    func goodRunWithOverlays() async throws {
+        let folder = try Paths.makeScratch("overlays-good")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("art"), withIntermediateDirectories: true)
+        // Blue: the fixture's participants are red and green.
+        let blue = Array([[UInt8]](repeating: [0, 0, 255], count: 32 * 32).joined())
+        try Data(PNGEncoder.encodeRGB(width: 32, height: 32, rgb: blue)).write(to: folder.appendingPathComponent("art/logo.png"))
+        try Data(#"{"images": [{"file": "art/logo.png", "position": "TOP_LEFT", "margin": 0}], "banners": [{"id": "t", "text": "Live"}]}"#.utf8)
+            .write(to: folder.appendingPathComponent("overlays.json"))
+        let run = try await runCompose(["--stage", Paths.fixture("two-people"), "--duration", "1", "--thumbnails", "1:sequential",
+                                        "--overlays", folder.appendingPathComponent("overlays.json").path])
+        #expect(run.output.status == 0, "stderr: \(run.output.stderr)")
+        // The first thumbnail (the first frame) has the blue logo in its top-left corner.
+        let thumbnails = (FileManager.default.subpaths(atPath: run.outDirectory.path) ?? []).filter { $0.hasSuffix(".jpg") }.sorted()
+        let first = try #require(thumbnails.first, "no thumbnail in \(run.outDirectory.path)")
+        let pixels = try runTool("ffmpeg", ["-v", "error", "-i", run.outDirectory.appendingPathComponent(first).path,
+                                            "-vf", "crop=2:2:12:12", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        let rgb = [UInt8](pixels.output)
+        #expect(rgb.count == 12 && rgb[0] < 60 && rgb[1] < 60 && rgb[2] > 200, "pixel (12, 12) of \(first): \(rgb)")
+    }
+
+    @Test("composition update --overlays: a bad description is refused before anything is sent, naming the file and the field")
+    func updateWithBadOverlays() async throws {
+        let folder = try Paths.makeScratch("overlays-update")
+        let file = folder.appendingPathComponent("banner.json")
+        try Data(#"{"banners": [{"id": "lower third", "text": "x"}]}"#.utf8).write(to: file)
+        let output = try await runProcess(Paths.cli, ["composition", "update", "--endpoint", "http://127.0.0.1:9",
+                                                      "--arn", "arn:aws:ivs:us-east-1:123456789012:composition/AbCdEfGhIjKl",
+                                                      "--overlays", file.path])
+        #expect(!output.crashed && output.status != 0)
+        #expect(output.stderr.hasPrefix("error: --overlays: \(file.path): overlays.banners[0].id: 'lower third' must match"), "\(output.stderr)")
     }
 
     @Test("missing stage directory")
@@ -167,6 +202,23 @@ struct CLIErrorTests {
         }
         let run = try await runCompose(["--stage", Paths.fixture("two-people"), "--layout", file.path])
         expectCleanFailure(run, mentions: kind == "wrong type" ? ["--layout", file.path, "gridGap"] : ["--layout", file.path])
+    }
+
+    @Test("bad --overlays file: each problem names the option, the file and the field", arguments: [
+        ("missing", "", "cannot read"),
+        ("malformed", #"{"banners": ["#, "not valid JSON"),
+        ("unknown field", #"{"images": [{"fil": "logo.png"}]}"#, "overlays.images[0].fil: unknown field"),
+        ("wrong type", #"{"banners": [{"id": "t", "text": 5}]}"#, "overlays.banners[0].text: expected a string"),
+        ("out of range", #"{"labels": {"fontScale": 0.5}}"#, "overlays.labels.fontScale: must be between 0.02 and 0.25"),
+        ("outside its folder", #"{"images": [{"file": "../logo.png"}]}"#, "overlays.images[0].file: '../logo.png' must not contain a .. component"),
+        ("image not there", #"{"background": {"file": "absent.png"}}"#, "overlays.background.file: "),
+    ])
+    func badOverlays(kind: String, text: String, mention: String) async throws {
+        let folder = try Paths.makeScratch("overlays")
+        let file = folder.appendingPathComponent("overlays.json")
+        if kind != "missing" { try Data(text.utf8).write(to: file) }
+        let run = try await runCompose(["--stage", Paths.fixture("two-people"), "--overlays", file.path])
+        expectCleanFailure(run, mentions: ["--overlays", file.path, mention])
     }
 
     @Test("segment duration outside 2...10")

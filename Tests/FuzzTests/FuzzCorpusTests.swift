@@ -259,12 +259,21 @@ enum APISeeds {
             // The extensions: a running composition directed, a participant's attributes changed.
             seed("UpdateComposition", participants: 7,
                  #"{"arn":"arn:aws:ivs:us-east-1:123456789012:composition/AbCdEfGhIjKl","layout":{"pip":{"pipPosition":"TOP_RIGHT","pipWidth":320,"pipHeight":180},"transitionMs":300},"transitionMs":2000,"audio":{"AbCdEf123456":{"gain":0.5},"ZyXwVu":{"muted":true}}}"#),
+            // Overlays, at start and alone in an update (files in their folder, every colour form).
+            seed("StartComposition", participants: 4, """
+            {"stageArn":"\(stage)","destinations":[{"channel":{"channelArn":"arn:aws:ivs:us-east-1:123456789012:channel/AbCdEfGhIjKl"}}],"overlays":{"labels":{"attribute":"name","position":"TOP_LEFT","margin":8,"fontScale":0.05,"textColor":"#FFFFFF","backgroundColor":"#000000A0"},"images":[{"file":"logos/logo.png","position":"TOP_RIGHT","margin":24,"opacity":0.8},{"file":"bug.png","x":10,"y":20,"width":64,"height":64,"layer":"BELOW"}],"background":{"color":"#102030","file":"bg.jpg","fillMode":"COVER"},"slate":{"text":"We'll be right back\\nسنعود","fontSize":64}}}
+            """),
+            seed("UpdateComposition", participants: 2,
+                 ##"{"arn":"arn:aws:ivs:us-east-1:123456789012:composition/AbCdEfGhIjKl","overlays":{"banners":[{"id":"lower-third","text":"Dana — 東京","position":"BOTTOM_CENTER","fontSize":36,"textColor":"#fff0e0","visible":true,"transitionMs":300},{"id":"ticker","text":"x","visible":false}]}}"##),
             seed("UpdateParticipant", participants: 0,
                  #"{"stageArn":"\#(stage)","participantId":"AbCdEf123456","attributes":{"featured":"true","order":"2"}}"#),
             (name: "valid-TagResource-0", bytes: [UInt8(shapes.count), 0] + Array(#"{"tags":{"a":"b","c":"d"}}"#.utf8)),
             (name: "valid-UntagResource-0", bytes: [UInt8(shapes.count + 1), 0] + Array("tagKeys=a&tagKeys=b%20c".utf8)),
             (name: "valid-ListTagsForResource-0", bytes: [UInt8(shapes.count + 2), 0] + Array(stage.utf8)),
             (name: "invalid-UntagResource-0", bytes: [UInt8(shapes.count + 1), 0] + Array("tagKeys=a&tagKeys=%zz".utf8)),
+            (name: "invalid-UpdateComposition-0",
+             bytes: seed("UpdateComposition", participants: 0,
+                         #"{"arn":"arn:aws:ivs:us-east-1:123456789012:composition/AbCdEfGhIjKl","overlays":{"images":[{"file":"logos/../../etc/passwd"}]}}"#).bytes),
             (name: "invalid-CreateEncoderConfiguration-4",
              bytes: seed("CreateEncoderConfiguration", participants: 4, #"{"video":{"width":1e300,"height":-9223372036854775808}}"#).bytes),
         ]

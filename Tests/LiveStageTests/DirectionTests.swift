@@ -1,7 +1,7 @@
 // Directing a running composition, through the real renderer (decoders, layout engines,
 // compositor, mixer) on a recorded stage: a layout change is drawn from the next frame, a
-// transition glides and ends exactly on the new layout, and a participant's gain and mute
-// ramp over one frame, sample for sample.
+// transition glides and ends exactly on the new layout, a participant's gain and mute
+// ramp over one frame, sample for sample, and overlays reach the composition prepared.
 import Foundation
 @testable import FFmpeg
 import Layout
@@ -278,6 +278,111 @@ func onThreadChecking(_ body: @escaping @Sendable (Problems) throws -> Void) asy
         #expect(record.directions(onStageStartedAtMs: 1_800_000_000_010).map(\.atMs) == [-10, 23, 89, 123])
         for index in 0..<(DirectionLog.limit + 5) { log.record(CompositionDirection(audio: ["a": ParticipantAudio(gain: 1)]), atMicroseconds: Int64(index)) }
         #expect(log.directions.count == DirectionLog.limit && log.dropped == 9)
+    }
+
+    static let banner = OverlayConfiguration(banners: [BannerOverlay(id: "title", text: "Live")])
+    static let logo = OverlayConfiguration(images: [ImageOverlay(file: "art/logo.png", position: .topRight)])
+
+    /// A 2×2 PNG at `path` inside `directory`.
+    static func writeLogo(in directory: URL, path: String = "art/logo.png") throws {
+        let url = directory.appendingPathComponent(path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(PNGEncoder.encodeRGB(width: 2, height: 2, rgb: [UInt8](repeating: 90, count: 12))).write(to: url)
+    }
+
+    @Test("the direction log keeps the overlays a composition starts with and each whole description that replaced them")
+    func directionLogKeepsOverlays() throws {
+        let log = DirectionLog(stageArn: "arn:aws:ivs:us-east-1:123456789012:stage/Directed")
+        log.start(CompositionDirection(layout: Self.grid, overlays: PreparedOverlays(configuration: Self.banner, images: [:])))
+        log.record(CompositionDirection(overlays: PreparedOverlays(configuration: OverlayConfiguration(), images: [:])), atMicroseconds: 2_500_000)
+        let record = try JSONDecoder().decode(DirectionsRecord.self, from: try #require(log.json()))
+        #expect(record.directions == [
+            StageDirection(atMs: 0, layout: Self.grid, transitionMs: 0, overlays: Self.banner),
+            StageDirection(atMs: 2500, overlays: OverlayConfiguration()),
+        ])
+        // The mailbox between the API and the composition keeps the latest whole description.
+        let director = CompositionDirector()
+        director.post(CompositionDirection(overlays: PreparedOverlays(configuration: Self.banner, images: [:])))
+        director.post(CompositionDirection(audio: ["a": ParticipantAudio(muted: true)]))
+        director.post(CompositionDirection(overlays: PreparedOverlays(configuration: OverlayConfiguration(), images: [:])))
+        director.post(CompositionDirection(layout: Self.pip))
+        let merged = try #require(director.take())
+        #expect(merged.overlays?.configuration == OverlayConfiguration())
+        #expect(merged.layout == Self.pip && merged.audio == ["a": ParticipantAudio(muted: true)])
+    }
+
+    @Test("a recorded stage's overlay directions are prepared when it is loaded, files from its folder; a missing one names the direction")
+    func manifestOverlaysArePreparedAtLoad() async throws {
+        try await onThreadChecking { expect in
+            let directions: [[String: Any]] = [
+                ["atMs": 300, "overlays": ["banners": [["id": "title", "text": "Live"]]]],
+                ["atMs": 600, "overlays": ["images": [["file": "art/logo.png", "position": "TOP_RIGHT"]]]],
+                ["atMs": 900, "attributes": ["p0": ["k": "v"]]],
+            ]
+            let stage = try DirectedStage.makeStage(count: 1, seconds: 1, directions: directions)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            var logger = Logger(label: "direction")
+            logger.logLevel = .critical
+            do {
+                _ = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+                expect.check(false, "the logo is not there yet")
+            } catch let error as PipelineError {
+                expect.check(error.description.hasPrefix(stage.appendingPathComponent("manifest.json").standardizedFileURL.path
+                                                         + ": directions[1].overlays.images[0].file: "), error.description)
+            }
+            try Self.writeLogo(in: stage)
+            let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+            expect.check(source.scheduledDirections.map(\.atMicroseconds) == [300_000, 600_000], "\(source.scheduledDirections.map(\.atMicroseconds))")
+            expect.check(source.scheduledDirections.map(\.change.overlays?.configuration) == [Self.banner, Self.logo], "overlays")
+            let image = source.scheduledDirections.last?.change.overlays?.images["art/logo.png"]
+            expect.check(image?.width == 2 && image?.height == 2, "the logo is decoded: \(String(describing: image))")
+        }
+    }
+
+    @Test("a session draws its overlays from the first frame, logs them as its start, and applies a recorded stage's change at its time")
+    func sessionStartsWithItsOverlays() async throws {
+        try await onThreadChecking { expect in
+            let stage = try DirectedStage.makeStage(count: 1, seconds: 1, directions: [["atMs": 500, "overlays": [String: Any]()]])
+            defer { try? FileManager.default.removeItem(at: stage) }
+            try Data(PNGEncoder.encodeRGB(width: 16, height: 16, rgb: Array([[UInt8]](repeating: [255, 0, 0], count: 256).joined())))
+                .write(to: stage.appendingPathComponent("red.png"))
+            let red = OverlayConfiguration(images: [ImageOverlay(file: "red.png", position: .topLeft, margin: 0)])
+            func run(overlays: OverlayConfiguration?) throws -> (CanvasProbe, DirectionLog, [(OverlayConfiguration?, MediaTime)]) {
+                var logger = Logger(label: "direction")
+                logger.logLevel = .critical
+                let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+                let video = VideoEncoderSettings(width: 128, height: 72, frameRate: DirectedStage.frameRate, bitrate: 100_000,
+                                                 keyframeInterval: 10, preset: "ultrafast")
+                var settings = CompositionSettings(video: video, layout: Self.grid.makeEngine(), duration: .seconds(1),
+                                                   director: CompositionDirector())
+                settings.layoutConfiguration = Self.grid
+                settings.overlays = try overlays.map { try OverlayAssets(directory: stage.path).prepare($0) }
+                let log = DirectionLog(stageArn: source.stageArn)
+                settings.directionLog = log
+                let probe = CanvasProbe(points: [(4, 4)])
+                var told: [(OverlayConfiguration?, MediaTime)] = []
+                let session = try CompositionSession(source: source, settings: settings, sinks: [probe], logger: logger) { event in
+                    if case .directed(let change, let at) = event { told.append((change.overlays?.configuration, at)) }
+                }
+                var pacer = AsFastAsPossiblePacer()
+                _ = try session.run(pacer: &pacer)
+                return (probe, log, told)
+            }
+            let (plain, _, _) = try run(overlays: nil)
+            let (drawn, log, told) = try run(overlays: red)
+            expect.check(drawn.samples.count == 10 && plain.samples.count == 10, "\(drawn.samples.count) frames")
+            for tick in 0..<min(10, drawn.samples.count) {
+                if tick < 5 {
+                    expect.check(CanvasColour.isRed(drawn.samples[tick][0]), "tick \(tick): \(drawn.samples[tick][0]) is not the red logo")
+                } else {
+                    expect.check(drawn.samples[tick][0] == plain.samples[tick][0], "tick \(tick): the logo is still there after {} at 0.5 s")
+                }
+            }
+            expect.check(log.directions.map(\.atMs) == [0, 500], "\(log.directions.map(\.atMs))")
+            expect.check(log.directions.map(\.overlays) == [red, OverlayConfiguration()], "\(log.directions.map(\.overlays))")
+            expect.check(log.directions.first?.layout == Self.grid, "the start keeps its layout")
+            expect.check(told.map(\.0) == [OverlayConfiguration()] && told.map(\.1.millisecondsValue) == [500], "told \(told)")
+        }
     }
 
     @Test("gain 0.5 and then mute ramp over one frame, sample for sample, with no step")

@@ -97,6 +97,7 @@ struct ConfigExampleTests {
         "lifecycle.idleTimeoutSeconds", "lifecycle.maximumDurationSeconds", "lifecycle.retentionSeconds",
         "lifecycle.shutdownGraceSeconds",
         "events.file", "events.stdout", "events.webhook", "maxRequestBodyBytes", "encoderPreset", "logLevel",
+        "overlays.defaultFont",
         "ingest.rtmp.enabled", "ingest.rtmp.host", "ingest.rtmp.port", "ingest.rtmps.enabled", "ingest.rtmps.host",
         "ingest.rtmps.port", "ingest.rtmps.multitrackFitsTiles", "ingest.publicHost", "ingest.latencyMs", "ingest.minimumLatencyMs", "ingest.videoStoppedAfterSeconds", "ingest.maxBitrate",
         "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",

@@ -21,7 +21,7 @@ struct ImportViolation: Equatable, CustomStringConvertible {
 
 enum ModuleImportRule {
     /// C modules: not rows (no Swift sources), but importable only where a row names them.
-    static let cModules: Set<String> = ["CFFmpeg", "CFFmpegShim", "COpenSSL", "CSRTP", "CWebRTCShim"]
+    static let cModules: Set<String> = ["CFFmpeg", "CFFmpegShim", "COpenSSL", "CSRTP", "CWebRTCShim", "CTextStack"]
 
     /// The rows between the README's `module-rule` markers.
     static func parse(readme: String) throws -> [ModuleRule] {

@@ -49,13 +49,13 @@ final class CompositionManagerTests: XCTestCase {
         var eventNames: [String] { events.events.map(\.detail.eventName) }
     }
 
-    func makeHarness(idle: Double = 60) async throws -> Harness {
+    func makeHarness(idle: Double = 60, overlays: ServerConfiguration.Overlays = .init()) async throws -> Harness {
         let configuration = ServerConfiguration(
             stages: [.init(id: "twoPeople", source: Self.fixtures.appendingPathComponent("two-people").path)],
             channels: [.init(arn: channelArn, ingestEndpoint: "rtmp://127.0.0.1:1935/live/", streamKey: "sk_test",
                              reconnect: .init(maxRetries: 2, baseIntervalSeconds: 0.5))],
             buckets: ["rec-bucket": .directory(FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID())").path)],
-            lifecycle: .init(idleTimeoutSeconds: idle))
+            lifecycle: .init(idleTimeoutSeconds: idle), overlays: overlays)
         let store = InMemoryCompositionStore()
         try await store.putEncoderConfiguration(CreateEncoderConfigurationRequest().makeEncoderConfiguration(arn: IVSARN(parsing: encoderArn)!))
         try await store.putStorageConfiguration(CreateStorageConfigurationRequest(s3: .init(bucketName: "rec-bucket"))
@@ -167,6 +167,68 @@ final class CompositionManagerTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.code, .resourceNotFound)
         }
+    }
+
+    /// Overlays are prepared (their files read from `overlays.directory`) before anything is
+    /// launched or posted: a file that is not there refuses the call with nothing started or
+    /// changed; prepared ones reach the plan at start and the pipeline on update (a whole
+    /// description, `{}` removing them), and GetComposition and the store show those in force.
+    func testOverlaysArePreparedBeforeTheyReachTheComposition() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("overlays-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(PNGEncoder.encodeRGB(width: 2, height: 2, rgb: [UInt8](repeating: 200, count: 12)))
+            .write(to: directory.appendingPathComponent("logo.png"))
+        let h = try await makeHarness(overlays: .init(directory: directory.path))
+
+        var request = startRequest()
+        request.overlays = OverlayConfiguration(images: [ImageOverlay(file: "missing.png")])
+        do {
+            _ = try await h.manager.start(request)
+            XCTFail("a file that is not in the overlay directory")
+        } catch {
+            XCTAssertEqual(error.code, .validation)
+            XCTAssertTrue(error.message.hasPrefix("overlays.images[0].file: "), error.message)
+        }
+        XCTAssertTrue(h.launcher.jobs.isEmpty)
+        let none = try await h.manager.compositions()
+        XCTAssertTrue(none.isEmpty)
+
+        let atStart = OverlayConfiguration(images: [ImageOverlay(file: "logo.png", position: .topRight)],
+                                           banners: [BannerOverlay(id: "title", text: "Live")])
+        request.overlays = atStart
+        let started = try await h.manager.start(request)
+        XCTAssertEqual(started.overlays, atStart)
+        let job = try XCTUnwrap(h.launcher.jobs.first)
+        XCTAssertEqual(job.plan.overlays?.configuration, atStart)
+        XCTAssertEqual(job.plan.overlays?.images["logo.png"].map { [$0.width, $0.height] }, [2, 2])
+
+        let banner = OverlayConfiguration(banners: [BannerOverlay(id: "title", text: "Back soon", visible: false)])
+        let shown = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, overlays: banner))
+        XCTAssertEqual(shown.overlays, banner)
+        XCTAssertEqual(shown.layout, .defaultGrid)
+        var posted = h.launcher.handles[0].directions.withLock { $0 }
+        XCTAssertEqual(posted.map(\.overlays?.configuration), [banner])
+        XCTAssertEqual(posted.map(\.layout), [nil])
+        let persisted = try await h.store.composition(arn: started.arn)
+        XCTAssertEqual(persisted?.composition.overlays, banner)
+
+        do {
+            _ = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, overlays: OverlayConfiguration(
+                background: BackgroundOverlay(file: "missing.jpg"))))
+            XCTFail("a file that is not in the overlay directory")
+        } catch {
+            XCTAssertEqual(error.code, .validation)
+            XCTAssertTrue(error.message.hasPrefix("overlays.background.file: "), error.message)
+        }
+        XCTAssertEqual(h.launcher.handles[0].directions.withLock { $0.count }, 1, "a refused change posts nothing")
+
+        let removed = try await h.manager.update(UpdateCompositionRequest(arn: started.arn, overlays: OverlayConfiguration()))
+        XCTAssertNil(removed.overlays)
+        posted = h.launcher.handles[0].directions.withLock { $0 }
+        XCTAssertEqual(posted.last?.overlays?.configuration, OverlayConfiguration())
+        let fetched = try await h.manager.composition(arn: started.arn)
+        XCTAssertNil(fetched.overlays)
     }
 
     /// The RTMP sink reconnects by itself; its reports only move the channel destination's

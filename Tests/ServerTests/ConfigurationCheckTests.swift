@@ -2,6 +2,7 @@
 // at any depth with the nearest known key, partial objects filled with defaults, formats of
 // region and account, bucket directories that can be written, and `serve --listen`.
 import Foundation
+import Pipeline
 @testable import Server
 import Testing
 
@@ -170,6 +171,50 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path + "/existing") == [], "the probe is removed")
         configuration.buckets = ["blocked": .directory(folder.path + "/file/recordings")]
         #expect(configuration.prepareBucketDirectories().count == 1)
+    }
+
+    @Test func theOverlaysSectionHasDefaultsAndIsCheckedLikeTheOthers() throws {
+        let defaults = try #require(check("{\(base)}").configuration)
+        #expect(defaults.overlayDirectory == "/tmp/configuration-check/state/overlays")
+        #expect(defaults.overlays.defaultFont == "DejaVu Sans")
+
+        let given = check(#"{\#(base), "overlays": {"directory": "art", "defaultFont": "Noto Sans"}}"#)
+        #expect(given.problems == [])
+        let configuration = try #require(given.configuration)
+        #expect(configuration.overlayDirectory == "/tmp/configuration-check/art")
+        #expect(configuration.overlays.defaultFont == "Noto Sans")
+        #expect(given.warnings.contains("overlays.directory: /tmp/configuration-check/art does not exist; "
+                                        + "overlays that name image files are refused until it does"), "\(given.warnings)")
+
+        #expect(check(#"{\#(base), "overlays": {"directry": "art"}}"#).problems
+            == [#"overlays.directry: unknown key, did you mean "directory"?"#])
+        #expect(check(#"{\#(base), "overlays": {"directory": "", "defaultFont": ""}}"#).problems
+            == ["overlays.directory: must not be empty",
+                "overlays.defaultFont: a font family name, 1 to 128 bytes without control characters"])
+        #expect(check(#"{\#(base), "overlays": {"defaultFont": "Sans\u0007"}}"#).problems
+            == ["overlays.defaultFont: a font family name, 1 to 128 bytes without control characters"])
+        // A font that is not installed does not stop the daemon: a warning.
+        #expect(!check("{\(base)}").warnings.contains { $0.hasPrefix("overlays.defaultFont") })
+        let missingFont = check(#"{\#(base), "overlays": {"defaultFont": "No Such Family Xq"}}"#)
+        #expect(missingFont.problems == [])
+        #expect(missingFont.warnings.contains { $0.hasPrefix("overlays.defaultFont: no font of the family 'No Such Family Xq' is installed") })
+    }
+
+    /// `overlays.fontDirectory` adds its fonts to fontconfig's: tesseract's `pdf.ttf` (family
+    /// "pdf", in no folder fontconfig reads) becomes a font descriptions may name.
+    @Test func theFontDirectoryAddsItsFonts() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fonts-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.copyItem(atPath: "/usr/share/tesseract-ocr/5/tessdata/pdf.ttf", toPath: folder.appendingPathComponent("pdf.ttf").path)
+        #expect(!OverlayAssets(directory: nil, defaultFont: "pdf").defaultFontExists)
+        let missing = check(#"{\#(base), "overlays": {"fontDirectory": "no-such-fonts"}}"#)
+        #expect(missing.warnings.contains { $0.hasPrefix("overlays.fontDirectory: /tmp/configuration-check/no-such-fonts is not a folder") },
+                "\(missing.warnings)")
+        let given = check(#"{\#(base), "overlays": {"fontDirectory": "\#(folder.path)", "defaultFont": "pdf"}}"#)
+        #expect(given.problems == [] && !given.warnings.contains { $0.hasPrefix("overlays.") }, "\(given.warnings)")
+        #expect(OverlayAssets(directory: nil, defaultFont: "pdf").defaultFontExists)
+        #expect(check(#"{\#(base), "overlays": {"fontDirectory": ""}}"#).problems == ["overlays.fontDirectory: must not be empty"])
     }
 
     @Test func aConfigurationThatIsNotJSONIsOneProblem() {

@@ -141,6 +141,23 @@ final class ScriptedOwnership: StageOwnership {
         #expect(h.ownership.forwarded.withLock { $0.count } == 2)
     }
 
+    @Test("UpdateComposition's overlays are prepared by the stage's node: another node forwards files it does not have")
+    func overlaysPreparedByTheOwner() async throws {
+        let h = try await Self.harness()
+        let arn = "arn:aws:ivs:us-east-1:123456789012:composition/OtherNode003"
+        try await h.store.putComposition(StoredComposition(composition: Composition(
+            arn: arn, stageArn: Self.remoteStage, state: .active, layout: .defaultGrid, destinations: [])))
+        let update = try Self.body(UpdateCompositionRequest(arn: arn, overlays: OverlayConfiguration(
+            images: [ImageOverlay(file: "only-on-node-b.png")])))
+        let answer = try await h.plane.handle(.init(operation: .updateComposition), query: "", body: update)
+        #expect(String(decoding: answer, as: UTF8.self) == #"{"forwardedTo":"node-b"}"#)
+        #expect(h.ownership.forwarded.withLock { $0.map(\.body) } == [update])
+        // Arriving forwarded, the file is looked for here, and it is not here.
+        await #expect(throws: APIError.validation("overlays.images[0].file: no file 'only-on-node-b.png' in the overlay directory")) {
+            try await h.plane.handle(.init(operation: .updateComposition), query: "", body: update, forwarded: true)
+        }
+    }
+
     @Test("StopComposition and DisconnectParticipant of another node's stage are forwarded; a forwarded call is not")
     func ownerActionsForwarded() async throws {
         let h = try await Self.harness()

@@ -214,17 +214,19 @@ func participant(_ id: String = "p0", media: String? = "a.mp4", extra: String = 
     }
 
     @Test func validDirectionsLoad() throws {
-        let directions = #"[{"atMs": 0, "layout": {"grid": {"gridGap": 0}}}, {"atMs": 500, "layout": {"pip": {}}, "transitionMs": 300}, {"atMs": 900, "attributes": {"p0": {"featured": "true"}}, "audio": {"p0": {"gain": 0.5}}}]"#
+        let directions = #"[{"atMs": 0, "layout": {"grid": {"gridGap": 0}}}, {"atMs": 500, "layout": {"pip": {}}, "transitionMs": 300}, {"atMs": 900, "attributes": {"p0": {"featured": "true"}}, "audio": {"p0": {"gain": 0.5}}}, {"atMs": 1000, "overlays": {"banners": [{"id": "title", "text": "Live"}]}}, {"atMs": 1200, "overlays": {}}]"#
         #expect(try loadError(Self.withDirections(directions)) == nil)
     }
 
-    @Test("directions: time order, a week at most, layouts as StartComposition checks them, transitions, gains, attributes, unknown fields",
+    @Test("directions: time order, a week at most, layouts and overlays as StartComposition checks them, transitions, gains, attributes, unknown fields",
           arguments: [
             (#"[{"atMs": 500}, {"atMs": 400}]"#, "directions[1].atMs", "directions must be in time order (400 after 500)"),
             (#"[{"atMs": -1}]"#, "directions[0].atMs", "-1 is not between 0 and a week (604800000 ms)"),
             (#"[{"atMs": 0, "layout": {"pip": {"pipWidth": 0}}}]"#, "directions[0].layout.pip.pipWidth", "must be at least 1 (got 0)"),
             (#"[{"atMs": 0, "layout": {"grid": {}}, "transitionMs": 5000}]"#, "directions[0].transitionMs", "must be between 0 and 2000 (got 5000)"),
             (#"[{"atMs": 0, "audio": {"p0": {"gain": 9}}}]"#, "directions[0].audio.p0.gain", "must be between 0 and 2 (got 9.0)"),
+            (#"[{"atMs": 0}, {"atMs": 10, "overlays": {"images": [{"file": "../logo.png"}]}}]"#, "directions[1].overlays.images[0].file",
+             "'../logo.png' must not contain a .. component"),
           ])
     func invalidDirections(directions: String, field: String, message: String) throws {
         let error = try #require(try loadError(Self.withDirections(directions)))

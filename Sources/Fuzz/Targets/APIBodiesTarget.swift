@@ -2,9 +2,11 @@
 // picks the operation, the second how many participants a composition's layout is planned
 // for, the rest is the body. Every body is decoded and validated as the control plane does;
 // a list request's token is paginated over, an encoder configuration gets its defaults, and
-// a composition's layout is planned on its canvas, and a replication is checked for a cycle
-// among the replicas the second byte makes up. The answer is a ValidationException or a
-// value, never a trap; a planned layout stays on its canvas; a cycle's path is real.
+// a composition's layout is planned on its canvas, its overlays' files resolved in their
+// folder, and a replication is checked for a cycle among the replicas the second byte makes
+// up. The answer is a ValidationException or a value, never a trap; a planned layout stays on
+// its canvas; an accepted overlay file stays in its folder and its colours parse; a cycle's
+// path is real.
 
 import APIModels
 import Foundation
@@ -58,7 +60,9 @@ enum APIBodiesTarget {
             replicationCycle(start, replicas: participants)
         case let start as StartCompositionRequest:
             plan(start.layout ?? LayoutConfiguration(), canvas: PixelSize(width: 1280, height: 720), participants: participants)
+            if let overlays = start.overlays { confine(overlays) }
         case let update as UpdateCompositionRequest:
+            if let overlays = update.overlays { confine(overlays) }
             if let layout = update.layout {
                 plan(layout, canvas: PixelSize(width: 1280, height: 720), participants: participants)
                 glide(to: layout, transitionMs: update.transitionMs ?? 0, canvas: PixelSize(width: 1280, height: 720),
@@ -103,6 +107,23 @@ enum APIBodiesTarget {
         for tile in layout.makeEngine().tiles(canvas: canvas, participants: people) {
             FuzzBound(tile.rect.width > 0 && tile.rect.height > 0 && whole.contains(tile.rect),
                       "tile \(tile) off the \(canvas.width)x\(canvas.height) canvas for \(layout)")
+        }
+    }
+
+    /// Accepted overlays name files that resolve inside the overlay folder (or the folder
+    /// itself, which the loader refuses as no file), and colours that parse.
+    private static func confine(_ overlays: OverlayConfiguration) {
+        let folder = "/srv/overlays"
+        let files = (overlays.images ?? []).map(\.file) + [overlays.background?.file, overlays.slate?.file].compactMap { $0 }
+        for file in files {
+            let path = URL(fileURLWithPath: folder).appendingPathComponent(file).standardizedFileURL.path
+            FuzzBound(path == folder || path.hasPrefix(folder + "/"), "overlay file '\(file)' resolves to \(path), outside \(folder)")
+        }
+        let colours = [overlays.labels?.textColor, overlays.labels?.backgroundColor, overlays.background?.color,
+                       overlays.slate?.textColor, overlays.slate?.backgroundColor]
+            + (overlays.banners ?? []).flatMap { [$0.textColor, $0.backgroundColor] }
+        for colour in colours.compactMap({ $0 }) {
+            FuzzBound(OverlayColor(hex: colour) != nil, "overlay colour '\(colour)' accepted but does not parse")
         }
     }
 

@@ -8,6 +8,16 @@
 
 public import MediaCore
 
+/// What a preview draws besides the tiles (overlays: Pipeline's `OverlayPreview`).
+public protocol PreviewDecoration {
+    /// Whether it labels tiles (the camera-off tile's own label is then left out).
+    var drawsLabels: Bool { get }
+    /// Under the tiles, over the whole canvas (`empty`: no tile is shown).
+    func drawBackground(into frame: PlanarYUV420, empty: Bool)
+    /// Over the tiles.
+    func drawForeground(into frame: PlanarYUV420, tiles: [Tile])
+}
+
 public enum LayoutPreview {
     /// red, green, blue, yellow, magenta, cyan, orange, purple, teal, pink, lime, brown.
     public static let palette: [(red: UInt8, green: UInt8, blue: UInt8)] = [
@@ -42,16 +52,18 @@ public enum LayoutPreview {
     }
 
     public static func renderPNG(configuration: LayoutConfiguration, canvas: PixelSize,
-                                 participants: [LayoutParticipant], transition: Transition? = nil) -> [UInt8] {
+                                 participants: [LayoutParticipant], transition: Transition? = nil,
+                                 decoration: (any PreviewDecoration)? = nil) -> [UInt8] {
         let width = max(evenFloor(canvas.width), 2), height = max(evenFloor(canvas.height), 2)
         let rgb = renderRGB(configuration: configuration, canvas: PixelSize(width: width, height: height),
-                            participants: participants, transition: transition)
+                            participants: participants, transition: transition, decoration: decoration)
         return PNGEncoder.encodeRGB(width: width, height: height, rgb: rgb)
     }
 
     /// The preview as `width * height * 3` RGB bytes (canvas rounded down to even).
     public static func renderRGB(configuration: LayoutConfiguration, canvas: PixelSize,
-                                 participants: [LayoutParticipant], transition: Transition? = nil) -> [UInt8] {
+                                 participants: [LayoutParticipant], transition: Transition? = nil,
+                                 decoration: (any PreviewDecoration)? = nil) -> [UInt8] {
         let width = max(evenFloor(canvas.width), 2), height = max(evenFloor(canvas.height), 2)
         let chromaCount = (width / 2) * (height / 2)
         var y = [UInt8](repeating: backgroundColor.y, count: width * height)
@@ -70,22 +82,26 @@ public enum LayoutPreview {
                     let frame = PlanarYUV420(yPlane: yBuffer.baseAddress!, uPlane: uBuffer.baseAddress!,
                                              vPlane: vBuffer.baseAddress!, yStride: width, uStride: width / 2,
                                              vStride: width / 2, width: width, height: height)
+                    decoration?.drawBackground(into: frame, empty: tiles.isEmpty)
                     for item in tiles where item.opacity > 0 {
                         let index = indexById[item.tile.participantId] ?? 0
                         guard index < participants.count else { continue }
-                        draw(item.tile, participant: participants[index], index: index, into: frame)
+                        draw(item.tile, participant: participants[index], index: index, into: frame,
+                             cameraOffLabel: decoration?.drawsLabels != true)
                         if item.opacity < 1 { fade(item.tile.rect, opacity: item.opacity, in: frame) }
                     }
+                    decoration?.drawForeground(into: frame, tiles: tiles.filter { $0.opacity > 0 }.map(\.tile))
                 }
             }
         }
         return convertToRGB(y: y, u: u, v: v, width: width, height: height)
     }
 
-    private static func draw(_ tile: Tile, participant: LayoutParticipant, index: Int, into frame: PlanarYUV420) {
+    private static func draw(_ tile: Tile, participant: LayoutParticipant, index: Int, into frame: PlanarYUV420,
+                             cameraOffLabel: Bool) {
         let label = label(index: index)
         guard tile.content == .video else {
-            CameraOffTile.draw(into: frame, rect: tile.rect, label: label)
+            CameraOffTile.draw(into: frame, rect: tile.rect, label: cameraOffLabel ? label : "")
             return
         }
         let rgb = palette[index % palette.count]

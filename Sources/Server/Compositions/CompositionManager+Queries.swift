@@ -25,30 +25,38 @@ extension CompositionManager {
         await apply(.stopRequested, to: arn)
     }
 
-    /// UpdateComposition: a running (STARTING or ACTIVE) composition takes a new layout and
-    /// participants' audio settings from its next output frame on; GetComposition shows the
-    /// layout in force from the answer on.
+    /// UpdateComposition: a running (STARTING or ACTIVE) composition takes a new layout,
+    /// participants' audio settings and overlays from its next output frame on; GetComposition
+    /// shows the layout and overlays in force from the answer on. Its overlays are prepared
+    /// here, on the actor (the control plane prepares them before, off it).
     public func update(_ request: UpdateCompositionRequest) async throws(APIError) -> Composition {
+        try await update(request, overlays: try prepareOverlays(request.overlays))
+    }
+
+    /// The same, with the request's overlays prepared (`prepareOverlays`). Overlays given are
+    /// always posted, even the ones in force: their files are read again.
+    func update(_ request: UpdateCompositionRequest, overlays: PreparedOverlays?) async throws(APIError) -> Composition {
         guard var entry = visibleEntry(request.arn) else { throw .resourceNotFound("arn: composition \(request.arn) not found") }
         let state = entry.stored.composition.state
         guard state == .starting || state == .active, let handle = entry.handle else {
             throw .conflict("arn: composition \(request.arn) is \(state.rawValue); only a STARTING or ACTIVE composition can be updated")
         }
-        var change = CompositionDirection(audio: request.audio ?? [:])
+        var change = CompositionDirection(audio: request.audio ?? [:], overlays: overlays)
         if let layout = request.layout, layout != entry.stored.composition.layout {
             change.layout = layout
             change.transitionMs = request.transitionMs ?? 0
         }
-        if change.layout != nil || !change.audio.isEmpty { handle.direct(change) }
-        if let layout = change.layout {
-            entry.stored.composition.layout = layout
+        if change.layout != nil || !change.audio.isEmpty || change.overlays != nil { handle.direct(change) }
+        if let layout = change.layout { entry.stored.composition.layout = layout }
+        if let overlays { entry.stored.composition.overlays = overlays.configuration.isEmpty ? nil : overlays.configuration }
+        if change.layout != nil || overlays != nil {
             entries[request.arn] = entry
             dirty.insert(request.arn)
             await flush()
         }
         entry.logger.info("composition updated", metadata: [
             "layout.changed": "\(change.layout != nil)", "transition.ms": "\(change.transitionMs)",
-            "audio.participants": "\(change.audio.count)"])
+            "audio.participants": "\(change.audio.count)", "overlays.changed": "\(change.overlays != nil)"])
         return entry.stored.composition
     }
 

@@ -1,4 +1,4 @@
-// StartComposition: lookup → plan → claim → persist → launch.
+// StartComposition: (overlays prepared) → lookup → plan → claim → persist → launch.
 public import APIModels
 import Foundation
 import Lifecycle
@@ -17,6 +17,7 @@ import Stages
 import Storage
 import Composition
 import Crypto
+import Layout
 
 extension CompositionManager {
     // MARK: API
@@ -37,9 +38,15 @@ extension CompositionManager {
     }
 
     /// Starts a composition if this node owns (or is chosen for) the stage; `forwarded`: the
-    /// call came from another node, so the stage must be here. Lookup → plan → claim →
-    /// persist → launch.
+    /// call came from another node, so the stage must be here. Its overlays are prepared here,
+    /// on the actor (the control plane prepares them before, off it).
     public func start(_ request: StartCompositionRequest, forwarded: Bool) async throws(APIError) -> StartOutcome {
+        try await start(request, overlays: try prepareOverlays(request.overlays), forwarded: forwarded)
+    }
+
+    /// The same, with the request's overlays prepared (`prepareOverlays`). Lookup → plan →
+    /// claim → persist → launch.
+    func start(_ request: StartCompositionRequest, overlays: PreparedOverlays?, forwarded: Bool) async throws(APIError) -> StartOutcome {
         if let token = request.idempotencyToken,
            let existing = entries.values.first(where: { $0.stored.idempotencyToken == token }) {
             // The same request again is answered with what it started; another one is refused.
@@ -51,7 +58,8 @@ extension CompositionManager {
         }
         let (stageARN, stage) = try await lookUpStage(request)
         let compositionID = ResourceID.random()
-        let plan = try await plan(request, stageId: stageARN.resourceID, compositionId: compositionID.rawValue)
+        var plan = try await plan(request, stageId: stageARN.resourceID, compositionId: compositionID.rawValue)
+        plan.overlays = overlays
         let media = stageMedia(stage, request: request)
         if case .failure(let error) = media.quota { throw error }
         let reservation: StageReservation
@@ -74,6 +82,20 @@ extension CompositionManager {
         await flush()
         updateMetrics()
         return .started(entries[arn]?.stored.composition ?? entry.stored.composition)
+    }
+
+    /// A request's overlays as a composition takes them: their image files read (from
+    /// `overlays.directory`) and decoded, their fonts checked; a problem is a
+    /// ValidationException naming the field. Nonisolated: decoding images takes a while, and
+    /// the control plane does it before calling in, so nothing reaches a composition unchecked.
+    nonisolated func prepareOverlays(_ overlays: OverlayConfiguration?) throws(APIError) -> PreparedOverlays? {
+        guard let overlays else { return nil }
+        let assets = OverlayAssets(directory: configuration.overlayDirectory, defaultFont: configuration.overlays.defaultFont)
+        do throws(LayoutValidationError) {
+            return try assets.prepare(overlays, prefix: "overlays")
+        } catch {
+            throw .validation(error.description)
+        }
     }
 
     /// What an idempotency token stands for: SHA-256 of the request as JSON with sorted keys.
@@ -161,7 +183,8 @@ extension CompositionManager {
                          publishersAtStart: Int, reservation: StageReservation) async throws(APIError) -> Entry {
         let composition = Composition(arn: arn, stageArn: request.stageArn, state: .starting,
                                       layout: plan.layout, destinations: plan.destinations,
-                                      tags: request.tags ?? [:], startTime: wallTimestamp())
+                                      tags: request.tags ?? [:], startTime: wallTimestamp(),
+                                      overlays: request.overlays.flatMap { $0.isEmpty ? nil : $0 })
         var entryLogger = logger
         entryLogger[metadataKey: "composition.id"] = "\(compositionID)"
         let machine = CompositionStateMachine(destinationIDs: plan.destinations.map(\.id), createdAt: clock.now(),

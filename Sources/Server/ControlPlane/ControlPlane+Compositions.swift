@@ -1,5 +1,6 @@
-// StartComposition, StopComposition, GetComposition, ListCompositions. In a fleet, starting and
-// stopping run on the stage's node: a call that reaches another node is forwarded there.
+// StartComposition, StopComposition, UpdateComposition, GetComposition, ListCompositions. In
+// a fleet, starting, stopping and updating run on the stage's node: a call that reaches
+// another node is forwarded there (with its body as sent: the owner prepares the overlays).
 import APIModels
 import Foundation
 import Persistence
@@ -12,7 +13,9 @@ extension ControlPlane {
         switch route.operation {
         case .startComposition:
             let request = try decode(StartCompositionRequest.self, body)
-            switch try await manager.start(request, forwarded: forwarded) {
+            // Overlay files are read and decoded here, off the manager, before anything starts.
+            let overlays = try manager.prepareOverlays(request.overlays)
+            switch try await manager.start(request, overlays: overlays, forwarded: forwarded) {
             case .started(let composition): return try APIJSON.encode(StartCompositionResponse(composition: composition))
             case .elsewhere(let peer): return try await manager.ownership.forward(route, query: query, body: body, to: peer)
             }
@@ -28,7 +31,8 @@ extension ControlPlane {
             if let stageArn = try await manager.stageOfStoredComposition(arn: request.arn), let peer = try await remoteOwner(stageArn) {
                 return try await manager.ownership.forward(route, query: query, body: body, to: peer)
             }
-            return try APIJSON.encode(UpdateCompositionResponse(composition: try await manager.update(request)))
+            let overlays = try manager.prepareOverlays(request.overlays)
+            return try APIJSON.encode(UpdateCompositionResponse(composition: try await manager.update(request, overlays: overlays)))
         case .getComposition:
             let request = try decode(GetCompositionRequest.self, body)
             return try APIJSON.encode(GetCompositionResponse(composition: try await manager.composition(arn: request.arn)))

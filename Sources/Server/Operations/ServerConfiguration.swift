@@ -5,6 +5,7 @@
 import Foundation
 import APIModels
 import PostgresStore
+import Pipeline
 public import Fleet
 public import Composition
 
@@ -130,6 +131,44 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 self.advertisedURL = advertisedURL
                 self.capacityMillicores = capacityMillicores
             }
+        }
+    }
+
+    /// Where compositions' overlays (StartComposition's and UpdateComposition's `overlays`)
+    /// take their image files and fonts from.
+    public struct Overlays: Codable, Sendable, Equatable {
+        /// The folder image `file`s are relative to (default `<stateDirectory>/overlays`); a
+        /// description cannot name a file outside it.
+        public var directory: String?
+        /// The font family of text that names none (fontconfig's name; Debian: fonts-dejavu-core).
+        public var defaultFont: String
+        /// A folder of fonts added to the system's (fontconfig's) for overlays: a brand's own
+        /// typeface, by family name in descriptions.
+        public var fontDirectory: String?
+
+        public static let defaultFontFamily = "DejaVu Sans"
+
+        public init(directory: String? = nil, defaultFont: String = Overlays.defaultFontFamily, fontDirectory: String? = nil) {
+            self.directory = directory
+            self.defaultFont = defaultFont
+            self.fontDirectory = fontDirectory
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            directory = try c.decodeIfPresent(String.self, forKey: .directory)
+            defaultFont = try c.decodeIfPresent(String.self, forKey: .defaultFont) ?? Self.defaultFontFamily
+            fontDirectory = try c.decodeIfPresent(String.self, forKey: .fontDirectory)
+        }
+
+        func problems() -> [String] {
+            var problems: [String] = []
+            if directory?.isEmpty == true { problems.append("overlays.directory: must not be empty") }
+            if fontDirectory?.isEmpty == true { problems.append("overlays.fontDirectory: must not be empty") }
+            if !(1...128).contains(defaultFont.utf8.count) || defaultFont.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                problems.append("overlays.defaultFont: a font family name, 1 to 128 bytes without control characters")
+            }
+            return problems
         }
     }
 
@@ -492,13 +531,16 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// "text" (default) or "json": one object a line, for log shippers.
     public var logFormat: String
     public var metrics: Metrics
+    public var overlays: Overlays
 
     public init(region: String = "us-east-1", account: String = "123456789012", listen: Listen = Listen(),
                 auth: Authentication = Authentication(), stateDirectory: String = "state", stageSourceRoots: [String] = [], stages: [StageEntry] = [],
                 channels: [ChannelEntry] = [], buckets: [String: Bucket] = [:], spool: Spool = Spool(), quotas: Quotas = Quotas(),
                 lifecycle: Lifecycle = Lifecycle(), events: Events = Events(), maxRequestBodyBytes: Int = 1 << 20,
                 encoderPreset: String = "veryfast", logLevel: String = "info", ingest: Ingest = Ingest(),
-                metrics: Metrics = Metrics(), database: Database = Database(), logFormat: String = "text") {
+                metrics: Metrics = Metrics(), database: Database = Database(), logFormat: String = "text",
+                overlays: Overlays = Overlays()) {
+        self.overlays = overlays
         self.logFormat = logFormat
         self.metrics = metrics
         self.database = database
@@ -523,7 +565,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case region, account, listen, auth, stateDirectory, stageSourceRoots, stages, channels, buckets, spool, quotas,
-             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, logFormat, ingest, metrics, database
+             lifecycle, events, maxRequestBodyBytes, encoderPreset, logLevel, logFormat, ingest, metrics, database, overlays
     }
 
     public init(from decoder: any Decoder) throws {
@@ -549,6 +591,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         ingest = try c.decodeIfPresent(Ingest.self, forKey: .ingest) ?? d.ingest
         metrics = try c.decodeIfPresent(Metrics.self, forKey: .metrics) ?? d.metrics
         database = try c.decodeIfPresent(Database.self, forKey: .database) ?? d.database
+        overlays = try c.decodeIfPresent(Overlays.self, forKey: .overlays) ?? d.overlays
     }
 
     // MARK: Loading
@@ -646,6 +689,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         copy.ingest.privateKeyFile = ingest.privateKeyFile.map(absolute)
         copy.listen.tls = listen.tls.map { Listen.TLS(certificateFile: absolute($0.certificateFile), privateKeyFile: absolute($0.privateKeyFile)) }
         copy.database.fleet?.caFile = database.fleet?.caFile.map(absolute)
+        copy.overlays.directory = overlays.directory.map(absolute)
+        copy.overlays.fontDirectory = overlays.fontDirectory.map(absolute)
         return copy
     }
 
@@ -729,6 +774,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             }
         }
         problems += bucketProblems()
+        problems += overlays.problems()
         for (index, root) in stageSourceRoots.enumerated() where root.isEmpty || root == "/" {
             problems.append("stageSourceRoots[\(index)]: \"\(root)\" is too broad")
         }
@@ -825,12 +871,30 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     /// The same, with S3 credentials looked up in `environment`.
     public func availabilityWarnings(environment: [String: String]) -> [String] {
-        bucketWarnings(environment: environment) + stages.enumerated().compactMap { index, entry in
+        var warnings = bucketWarnings(environment: environment) + stages.enumerated().compactMap { index, entry in
             guard let source = entry.source else { return nil }
             return FileManager.default.fileExists(atPath: source + "/manifest.json") ? nil
                 : "stages[\(index)].source: \(source) has no manifest.json (not a recorded stage directory); "
                     + "compositions on this stage will fail until it is there"
         }
+        if let directory = overlays.directory, !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            warnings.append("overlays.directory: \(directory) does not exist; overlays that name image files are refused until it does")
+        }
+        // fontconfig is process-wide: the font folder is added here, where the daemon and
+        // `config check` both judge the configuration, before the default font is looked for.
+        if let fontDirectory = overlays.fontDirectory, !fontDirectory.isEmpty {
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: fontDirectory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                warnings.append("overlays.fontDirectory: \(fontDirectory) is not a folder; only the system's fonts are used")
+            } else if !OverlayAssets.addFontDirectory(fontDirectory) {
+                warnings.append("overlays.fontDirectory: fontconfig cannot read \(fontDirectory); only the system's fonts are used")
+            }
+        }
+        if !OverlayAssets(directory: nil, defaultFont: overlays.defaultFont).defaultFontExists {
+            warnings.append("overlays.defaultFont: no font of the family '\(overlays.defaultFont)' is installed; "
+                            + "text that names no font is drawn in the one fontconfig substitutes")
+        }
+        return warnings
     }
 
     /// The stage's ARN: `arn` as given, or built from `id` in this region/account.
@@ -841,6 +905,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     }
 
     public var databasePath: String { stateDirectory + "/stage-compositor.sqlite" }
+
+    /// The folder overlay image files are read from.
+    public var overlayDirectory: String { overlays.directory ?? stateDirectory + "/overlays" }
 
     /// `endpoints.whip` of a live stage: `<base>/whip/<stage id>`; nil when WHIP is off.
     public func whipEndpoint(stageId: String) -> String? {

@@ -1,0 +1,298 @@
+// Overlays through the real compositor (decoders, tile reuse, transitions) on recorded
+// stages, checked on the canvas the encoder takes: where a logo lands and how it blends,
+// labels read back by OCR, the slate and banners within two frames, nothing accumulating
+// over tiles the compositor keeps between frames.
+
+import Foundation
+@testable import FFmpeg
+import Layout
+import Logging
+import MediaCore
+import Pipeline
+import Stages
+import Testing
+import TestSupport
+
+/// A stage rendered at 1280×720, 10 fps, video only (the mix runs but is not read).
+final class OverlayStage {
+    static let frameRate = Rational(10, 1)
+    let renderer: StageRenderer
+    let canvas: Frame
+    let directory: URL
+    private let audio: Encoder
+
+    init(stage: URL, layout: LayoutConfiguration = LayoutConfiguration(grid: GridConfiguration(gridGap: 0)),
+         overlays: OverlayConfiguration?, reuse: Bool = true) throws {
+        var logger = Logger(label: "overlay")
+        logger.logLevel = .critical
+        directory = stage
+        let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+        let video = try Encoder(video: VideoEncoderSettings(width: 1280, height: 720, frameRate: Self.frameRate, bitrate: 1_000_000,
+                                                            keyframeInterval: 10, preset: "ultrafast"))
+        canvas = try video.makeInputFrame()
+        try video.prepareForWriting(canvas)
+        audio = try Encoder(audio: AudioEncoderSettings())
+        let compositor = VideoCompositor(canvas: canvas, layout: layout.makeEngine(), logger: logger)
+        compositor.parallelDecoding = false
+        compositor.reuseUnchangedTiles = reuse
+        compositor.frameLead = 50_000
+        let mixer = AudioMixer(sampleRate: 48_000, frameRate: Self.frameRate, encoderFrame: try audio.makeInputFrame(), frameSize: audio.frameSize)
+        renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: Self.frameRate)
+        if let overlays {
+            renderer.direct(CompositionDirection(overlays: try OverlayAssets(directory: stage.path).prepare(overlays)))
+        }
+    }
+
+    func render(_ tick: Int64) {
+        renderer.render(tick: tick)
+        // The mix is drained as a session drains it (not read).
+        while (try? renderer.mixer.nextEncoderFrame(encoder: audio)) ?? nil != nil {}
+    }
+
+    var luma: [UInt8] {
+        let planes = canvas.yuvPlanes
+        return (0..<planes.height).flatMap { row in Array(UnsafeBufferPointer(start: planes.y + row * planes.yStride, count: planes.width)) }
+    }
+
+    /// A recorded stage of `names.count` participants, each publishing `source` (an ffmpeg
+    /// lavfi video at 64×36) with the attribute `name`, over `publish` ms (start, end).
+    static func makeStage(names: [String], seconds: Int, source: (Int) -> String = { _ in "testsrc2=size=320x180:rate=10" },
+                          publish: (Int) -> (Int, Int?) = { _ in (0, nil) }) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("overlay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var participants: [[String: Any]] = []
+        for (index, name) in names.enumerated() {
+            let run = try runTool("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", source(index),
+                                             "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-bf", "0",
+                                             "-pix_fmt", "yuv420p", directory.appendingPathComponent("p\(index).mp4").path],
+                                  keeping: .standardError)
+            guard run.status == 0 else { throw StageError(file: "p\(index).mp4", message: run.text) }
+            let (start, end) = publish(index)
+            var timeline: [[String: Any]] = [["atMs": start, "event": "publish"]]
+            if let end { timeline.append(["atMs": end, "event": "unpublish"]) }
+            participants.append(["participantId": "p\(index)", "userId": "u\(index)", "attributes": ["name": name],
+                                 "media": "p\(index).mp4", "mediaOffsetMs": start, "timeline": timeline])
+        }
+        let manifest: [String: Any] = ["stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/Overlays",
+                                       "durationMs": seconds * 1000, "participants": participants]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: directory.appendingPathComponent("manifest.json"))
+        return directory
+    }
+
+    /// A 200×80 PNG, orange, its alpha rising from 0 at the left to 255 at the right.
+    static func writeGradientLogo(in directory: URL) throws {
+        var raw: [UInt8] = []
+        for _ in 0..<80 {
+            raw.append(0)
+            for x in 0..<200 { raw += [255, 128, 0, UInt8(x * 255 / 199)] }
+        }
+        try Data(PNGBytes.rgba(width: 200, height: 80, raw: raw)).write(to: directory.appendingPathComponent("logo.png"))
+    }
+}
+
+/// A PNG writer for tests (stored deflate blocks).
+enum PNGBytes {
+    static func crc(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    static func be(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let body = Array(type.utf8) + data
+        return be(UInt32(data.count)) + body + be(crc(body))
+    }
+
+    /// `raw`: rows, each a filter byte then the pixels (RGBA, or grey when `grey`).
+    static func rgba(width: Int, height: Int, raw: [UInt8], grey: Bool = false) -> [UInt8] {
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in raw { a = (a + UInt32(byte)) % 65521; b = (b + a) % 65521 }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65535, raw.count - offset)
+            let last: UInt8 = offset + count == raw.count ? 1 : 0
+            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            zlib += raw[offset..<(offset + count)]
+            offset += count
+        } while offset < raw.count
+        zlib += be(b << 16 | a)
+        let header = be(UInt32(width)) + be(UInt32(height)) + [8, grey ? 0 : 6, 0, 0, 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", zlib) + chunk("IEND", [])
+    }
+}
+
+@Suite struct OverlayCompositionTests {
+    @Test("a 200×80 logo lands top-right 24 px in, blended within 2 levels of the exact alpha blend")
+    func logoPlacementAndBlend() async throws {
+        try await onThreadChecking { expect in
+            let stage = try OverlayStage.makeStage(names: ["A", "B", "C", "D"], seconds: 2)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            try OverlayStage.writeGradientLogo(in: stage)
+            let logo = OverlayConfiguration(images: [ImageOverlay(file: "logo.png", position: .topRight, margin: 24)])
+            let withLogo = try OverlayStage(stage: stage, overlays: logo)
+            let plain = try OverlayStage(stage: stage, overlays: nil)
+            for tick in Int64(0)..<6 {
+                withLogo.render(tick)
+                plain.render(tick)
+                let over = withLogo.luma, under = plain.luma
+                // Every pixel that differs lies in the requested box: x 1056..<1256, y 24..<104.
+                var box = (minX: Int.max, minY: Int.max, maxX: Int.min, maxY: Int.min)
+                var worst = 0.0
+                for row in 0..<720 {
+                    for column in 0..<1280 {
+                        let index = row * 1280 + column
+                        let inside = (1056..<1256).contains(column) && (24..<104).contains(row)
+                        if over[index] != under[index] {
+                            box = (min(box.minX, column), min(box.minY, row), max(box.maxX, column), max(box.maxY, row))
+                        }
+                        guard inside else { continue }
+                        let alpha = Double((column - 1056) * 255 / 199) / 255
+                        let logoLuma = 16 + (65.481 * 255 + 128.553 * 128) / 255
+                        let expected = logoLuma * alpha + Double(under[index]) * (1 - alpha)
+                        worst = max(worst, abs(Double(over[index]) - expected))
+                    }
+                }
+                expect.check(box.minX >= 1055 && box.maxX <= 1256 && box.minY >= 23 && box.maxY <= 104, "tick \(tick): changed \(box)")
+                // The opaque right edge and the top and bottom rows are drawn (the box is whole).
+                expect.check(box.maxX >= 1254 && box.minY <= 25 && box.maxY >= 102, "tick \(tick): changed only \(box)")
+                expect.check(worst <= 2, "tick \(tick): luma off by \(worst)")
+            }
+        }
+    }
+
+    @Test("overlays over tiles the compositor keeps are drawn once per frame, never on top of the last")
+    func overlaysDoNotAccumulate() async throws {
+        try await onThreadChecking { expect in
+            // Still pictures: after the first frame every tile is kept, not redrawn.
+            let stage = try OverlayStage.makeStage(names: ["Alice", "Bob"], seconds: 2) { _ in "color=c=0x808080:size=320x180:rate=2" }
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let overlays = OverlayConfiguration(labels: LabelOverlay(), banners: [BannerOverlay(id: "b", text: "Lower third")])
+            let reused = try OverlayStage(stage: stage, overlays: overlays)
+            let redrawn = try OverlayStage(stage: stage, overlays: overlays, reuse: false)
+            for tick in Int64(0)..<8 {
+                reused.render(tick)
+                redrawn.render(tick)
+                expect.check(reused.luma == redrawn.luma, "tick \(tick): kept tiles differ from redrawn ones")
+            }
+            expect.check(reused.renderer.compositor.tilesReused > 0, "no tile was kept: the test proves nothing")
+        }
+    }
+
+    @Test("the slate shows within 2 frames of the last publisher leaving and goes when one publishes")
+    func slateFollowsThePublishers() async throws {
+        try await onThreadChecking { expect in
+            // Both leave at 1.0 s; one comes back at 2.0 s.
+            let stage = try OverlayStage.makeStage(names: ["A", "B"], seconds: 3, publish: { _ in (0, 1000) })
+            defer { try? FileManager.default.removeItem(at: stage) }
+            // A second stage file with p0 back at 2 s: a direction would do, a timeline is simpler.
+            let manifestURL = stage.appendingPathComponent("manifest.json")
+            var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as! [String: Any]
+            var participants = manifest["participants"] as! [[String: Any]]
+            var timeline = participants[0]["timeline"] as! [[String: Any]]
+            timeline.append(["atMs": 2000, "event": "publish"])
+            participants[0]["timeline"] = timeline
+            manifest["participants"] = participants
+            try JSONSerialization.data(withJSONObject: manifest).write(to: manifestURL)
+            let slate = OverlayConfiguration(slate: SlateOverlay(text: "We'll be right back", backgroundColor: "#2040A0"))
+            let composed = try OverlayStage(stage: stage, overlays: slate)
+            let slateLuma = YUVColor(red: 0x20, green: 0x40, blue: 0xA0).y
+            var shown: [Int64] = []
+            for tick in Int64(0)..<30 {
+                composed.render(tick)
+                // A corner, away from the slate's text.
+                if abs(Int(composed.luma[5 * 1280 + 5]) - Int(slateLuma)) <= 1 && composed.renderer.compositor.tiles.isEmpty { shown.append(tick) }
+            }
+            // Leaving at 1.0 s is tick 10 (frames stand for their nearest instant): the slate
+            // from tick 10 or 11 until the return at tick 20 or 21.
+            expect.check(shown.first.map { (9...11).contains($0) } == true, "slate from \(String(describing: shown.first))")
+            expect.check(shown.last.map { (18...20).contains($0) } == true, "slate until \(String(describing: shown.last))")
+            expect.check(shown.count >= 8, "slate shown at \(shown)")
+        }
+    }
+
+    @Test("a banner shown and hidden live changes within 2 frames; with a transition it fades")
+    func bannerShownAndHiddenLive() async throws {
+        try await onThreadChecking { expect in
+            let stage = try OverlayStage.makeStage(names: ["A"], seconds: 3) { _ in "color=c=0x606060:size=320x180:rate=10" }
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let composed = try OverlayStage(stage: stage, overlays: nil)
+            let assets = OverlayAssets(directory: stage.path)
+            func banner(visible: Bool, transitionMs: Int = 0) throws -> CompositionDirection {
+                CompositionDirection(overlays: try assets.prepare(OverlayConfiguration(banners: [
+                    BannerOverlay(id: "news", text: "Breaking news", backgroundColor: "#000000FF", visible: visible, transitionMs: transitionMs)])))
+            }
+            // The banner's plate: bottom centre, 32 px up; its middle row.
+            func plateLuma() -> Int { Int(composed.luma[(720 - 32 - 20) * 1280 + 640 - 150]) }
+            var log: [(Int64, Int)] = []
+            for tick in Int64(0)..<30 {
+                if tick == 5 { composed.renderer.direct(try banner(visible: true)) }
+                if tick == 10 { composed.renderer.direct(try banner(visible: false)) }
+                if tick == 15 { composed.renderer.direct(try banner(visible: true, transitionMs: 1000)) }
+                composed.render(tick)
+                log.append((tick, plateLuma()))
+            }
+            let grey = log[2].1
+            let shown = log.first { $0.0 >= 5 && $0.1 < grey - 40 }?.0
+            expect.check(shown.map { $0 <= 6 } == true, "shown at \(String(describing: shown)): \(log)")
+            let hidden = log.first { $0.0 >= 10 && abs($0.1 - grey) <= 1 }?.0
+            expect.check(hidden.map { $0 <= 11 } == true, "hidden at \(String(describing: hidden)): \(log)")
+            // Fading in over 1 s from tick 15: half-way at about tick 20, whole by tick 26.
+            let middle = log[20].1
+            expect.check(middle < grey - 10 && middle > log[27].1 + 10, "no fade: \(log)")
+            expect.check(log[27].1 < grey - 40, "not shown after its fade: \(log)")
+        }
+    }
+
+    @Test("tesseract reads each participant's name from its tile")
+    func labelsReadBack() async throws {
+        try await onThreadChecking { expect in
+            let names = ["Alice", "Bob", "Charlie", "Dana"]
+            let stage = try OverlayStage.makeStage(names: names, seconds: 1)
+            defer { if ProcessInfo.processInfo.environment["KEEP_OVERLAY_TILES"] == nil { try? FileManager.default.removeItem(at: stage) } }
+            let composed = try OverlayStage(stage: stage, overlays: OverlayConfiguration(labels: LabelOverlay(fontScale: 0.08)))
+            let plain = try OverlayStage(stage: stage, overlays: nil)
+            for tick in Int64(0)..<3 {
+                composed.render(tick)
+                plain.render(tick)
+            }
+            let luma = composed.luma, under = plain.luma
+            for (index, tile) in composed.renderer.compositor.tiles.enumerated() {
+                // Where the composite differs from the same stage without overlays (the label),
+                // with a margin, read as a grey PNG at twice its size.
+                var box = (minX: Int.max, minY: Int.max, maxX: 0, maxY: 0)
+                for row in tile.rect.y..<tile.rect.maxY {
+                    for column in tile.rect.x..<tile.rect.maxX where luma[row * 1280 + column] != under[row * 1280 + column] {
+                        box = (min(box.minX, column), min(box.minY, row), max(box.maxX, column), max(box.maxY, row))
+                    }
+                }
+                guard box.minX <= box.maxX else {
+                    expect.check(false, "tile \(tile.participantId): no label drawn")
+                    continue
+                }
+                let rect = Rect(x: max(0, box.minX - 8), y: max(0, box.minY - 8), width: 0, height: 0)
+                let width = min(1280, box.maxX + 9) - rect.x, height = min(720, box.maxY + 9) - rect.y
+                var raw: [UInt8] = []
+                for row in 0..<(height * 2) {
+                    raw.append(0)
+                    for column in 0..<(width * 2) { raw.append(luma[(rect.y + row / 2) * 1280 + rect.x + column / 2]) }
+                }
+                let file = stage.appendingPathComponent("tile\(index).png")
+                try Data(PNGBytes.rgba(width: width * 2, height: height * 2, raw: raw, grey: true)).write(to: file)
+                let run = try runTool("tesseract", [file.path, "stdout", "--psm", "7"])
+                let read = run.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                let name = names[Int(tile.participantId.dropFirst())!]
+                expect.check(read.contains(name), "tile \(tile.participantId): tesseract read '\(read)', not '\(name)'")
+                // The label is inside its tile's bottom-left quarter.
+                expect.check(box.minX < tile.rect.x + tile.rect.width / 4 && box.minY > tile.rect.y + tile.rect.height * 3 / 4,
+                             "tile \(tile.participantId): label at \(box)")
+            }
+            expect.check(composed.renderer.compositor.tiles.count == 4, "tiles: \(composed.renderer.compositor.tiles)")
+        }
+    }
+}
