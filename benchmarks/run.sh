@@ -16,11 +16,13 @@
 # --repeat N runs them alternately N times and reports the medians (CPU time on a shared VM
 # varies by +-20 % from run to run; alternating spreads that over all of them).
 # --scenario hidden compares ours with and without decoding stopped participants' video.
+# --scenario overlays: (a) as it is against (a) with overlays (a label on each of the four tiles,
+# a 200x80 logo with an alpha gradient, a lower-third banner), ours only: what overlays cost.
 # --scenario simulcast: a 12-person 1080p grid of 720p simulcast publishers, composed from their
 # 1280x720 layers (without the rule that picks the smallest layer covering the tile) and from
 # their 640x360 layers (with it: the tiles are 478x268); the same media path a live composition
 # decodes with (benchmarks/simulcast_bench.py shows the rule choosing the layer live).
-# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all|flat|hidden|simulcast]
+# Usage: benchmarks/run.sh [--duration SECONDS] [--scenario a|b|all|flat|hidden|overlays|simulcast]
 #                          [--content camera|flat] [--repeat N] [--long MINUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,9 +43,9 @@ while (($#)); do
   esac
 done
 case $scenario in
-  a | b | all | hidden | simulcast) ;;
+  a | b | all | hidden | overlays | simulcast) ;;
   flat) content=flat ;;
-  *) echo "unknown scenario $scenario (a, b, all, flat, hidden, simulcast)" >&2; exit 2 ;;
+  *) echo "unknown scenario $scenario (a, b, all, flat, hidden, overlays, simulcast)" >&2; exit 2 ;;
 esac
 [[ $content == camera || $content == flat ]] || { echo "--content: camera or flat, not $content" >&2; exit 2; }
 
@@ -381,6 +383,34 @@ PY
     second_runs+=("$(measure "${compose[@]}" --decode-hidden-video)")
   done
   report_pair "hidden skipped" "hidden decoded" "skipped / decoded"
+fi
+if [[ $scenario == overlays ]]; then
+  stage=$(make_inputs a 4 1280x720)
+  overlay_dir=$work/overlays
+  mkdir -p "$overlay_dir"
+  python3 - "$overlay_dir" <<'PY'
+import json, struct, sys, zlib
+folder = sys.argv[1]
+w, h = 200, 80
+rows = b"".join(b"\x00" + b"".join(bytes([255, 128, 0, x * 255 // (w - 1)]) for x in range(w)) for _ in range(h))
+def chunk(kind, data): return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+open(f"{folder}/logo.png", "wb").write(png)
+json.dump({"labels": {}, "images": [{"file": "logo.png", "position": "TOP_RIGHT", "margin": 24}],
+           "banners": [{"id": "lower-third", "text": "Live from the studio: stage-compositor overlays"}]},
+          open(f"{folder}/overlays.json", "w"))
+PY
+  echo "scenario overlays ($content): (a) 4 x 1280x720@30 -> 1280x720@30, ${duration} s, with 4 labels, a logo and a banner, and without"
+  compose=("$bin" compose --stage "$stage" --encoder 1280x720@30:2500000 --out "$work/out-overlays" --pace fast "${compose_args[@]}")
+  first_runs=() second_runs=()
+  for ((r = 0; r < repeat; r++)); do
+    rm -rf "$work/out-overlays"
+    first_runs+=("$(measure "${compose[@]}" --overlays "$overlay_dir/overlays.json")")
+    rm -rf "$work/out-overlays"
+    second_runs+=("$(measure "${compose[@]}")")
+  done
+  rm -rf "$work/out-overlays"
+  report_pair "with overlays" "without" "with / without overlays"
 fi
 if [[ $scenario == simulcast ]]; then
   full=$(make_inputs simulcast-full 12 1280x720)

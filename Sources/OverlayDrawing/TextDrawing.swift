@@ -254,11 +254,24 @@ private final class TextEngine {
         if fribidi_get_par_embedding_levels_ex(types, brackets, FriBidiStrIndex(scalars.count), &base, &levels) == 0 {
             levels = [FriBidiLevel](repeating: 0, count: scalars.count)
         }
-        // Runs of one font and one level, in logical order.
-        var logicalRuns: [(start: Int, end: Int, font: Int, level: FriBidiLevel)] = []
+        // Scripts: each shaper (Arabic joining, Hebrew, Indic …) sees its own script only.
+        // Spaces, punctuation and marks (Common, Inherited) take the script before them (at the
+        // start, the first one after).
+        let unicode = hb_unicode_funcs_get_default()
+        var scripts = scalars.map { hb_unicode_script(unicode, $0) }
+        let neutral: Set<UInt32> = [HB_SCRIPT_COMMON.rawValue, HB_SCRIPT_INHERITED.rawValue, HB_SCRIPT_UNKNOWN.rawValue]
+        if let first = scripts.first(where: { !neutral.contains($0.rawValue) }) {
+            var current = first
+            for i in scripts.indices {
+                if neutral.contains(scripts[i].rawValue) { scripts[i] = current } else { current = scripts[i] }
+            }
+        }
+        // Runs of one font, one level and one script, in logical order.
+        var logicalRuns: [(start: Int, end: Int, font: Int, level: FriBidiLevel, script: hb_script_t)] = []
         var start = 0
-        for i in 1...scalars.count where i == scalars.count || fontIndex[i] != fontIndex[start] || levels[i] != levels[start] {
-            logicalRuns.append((start, i, fontIndex[start], levels[start]))
+        for i in 1...scalars.count
+        where i == scalars.count || fontIndex[i] != fontIndex[start] || levels[i] != levels[start] || scripts[i] != scripts[start] {
+            logicalRuns.append((start, i, fontIndex[start], levels[start], scripts[start]))
             start = i
         }
         // Visual order (UAX #9, L2): from the highest level down to the lowest odd one,
@@ -290,6 +303,7 @@ private final class TextEngine {
                 defer { hb_buffer_destroy(buffer) }
                 hb_buffer_add_utf32(buffer, text.baseAddress, Int32(scalars.count), UInt32(run.start), Int32(run.end - run.start))
                 hb_buffer_set_direction(buffer, run.level & 1 == 1 ? HB_DIRECTION_RTL : HB_DIRECTION_LTR)
+                hb_buffer_set_script(buffer, run.script)
                 hb_buffer_guess_segment_properties(buffer)
                 hb_shape(font.shaping, buffer, nil, 0)
                 var count: UInt32 = 0

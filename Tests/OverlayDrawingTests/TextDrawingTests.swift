@@ -49,6 +49,21 @@ import MediaCore
         #expect(word.width > 0 && word.width < letters.reduce(0, +))
     }
 
+    /// Hebrew and Arabic in one line: each is shaped by its own script's rules (the Arabic word
+    /// joined exactly as when alone), the line right to left.
+    @Test func scriptsInOneLineAreShapedApart() {
+        let style = TextStyle(font: Self.font, pixelSize: 40)
+        let alone = TextDrawing.visualOrder("مرحبا", font: Self.font, pixelSize: 40).count
+        let mixed = TextDrawing.visualOrder("שלום مرحبا", font: Self.font, pixelSize: 40)
+        // Joined Arabic can take other glyph counts than its letters; alone and mixed agree.
+        #expect(mixed.filter { $0.character >= 5 }.count == alone)
+        #expect(mixed.map(\.character) == mixed.map(\.character).sorted(by: >))
+        let word = TextDrawing.draw("مرحبا", style: style).width
+        let both = TextDrawing.draw("שלום مرحبا", style: style).width
+        let hebrew = TextDrawing.draw("שלום ", style: style).width
+        #expect(abs(both - hebrew - word) <= 2, "\(both) vs \(hebrew) + \(word)")
+    }
+
     /// Characters DejaVu lacks come from fallback fonts: Japanese and emoji are drawn, not boxes.
     @Test func fallbackFontsDrawCJKAndEmoji() {
         let japanese = TextDrawing.visualOrder("日本語", font: Self.font, pixelSize: 32)
