@@ -23,17 +23,18 @@ final class DirectedStage {
     /// Every mixed sample so far (left channel), in order.
     private(set) var left: [Float] = []
 
-    init(stage: URL, layout: LayoutConfiguration) throws {
+    init(stage: URL, layout: LayoutConfiguration, size: PixelSize = PixelSize(width: 128, height: 72), reuse: Bool = true) throws {
         var logger = Logger(label: "direction")
         logger.logLevel = .critical
         let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
-        let video = try Encoder(video: VideoEncoderSettings(width: 128, height: 72, frameRate: Self.frameRate, bitrate: 100_000,
+        let video = try Encoder(video: VideoEncoderSettings(width: size.width, height: size.height, frameRate: Self.frameRate, bitrate: 100_000,
                                                             keyframeInterval: 10, preset: "ultrafast"))
         canvas = try video.makeInputFrame()
         try video.prepareForWriting(canvas)
         audio = try Encoder(audio: AudioEncoderSettings())
         let compositor = VideoCompositor(canvas: canvas, layout: layout.makeEngine(), logger: logger)
         compositor.parallelDecoding = false
+        compositor.reuseUnchangedTiles = reuse
         compositor.frameLead = 50_000
         compositor.stageChangeTransition = Int64(layout.transitionMs ?? 0) * 1000
         let mixer = AudioMixer(sampleRate: 48_000, frameRate: Self.frameRate, encoderFrame: try audio.makeInputFrame(),

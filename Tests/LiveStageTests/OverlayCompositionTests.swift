@@ -13,46 +13,21 @@ import Stages
 import Testing
 import TestSupport
 
-/// A stage rendered at 1280×720, 10 fps, video only (the mix runs but is not read).
+/// A directed stage rendered at 1280×720 (10 fps), with overlays from its own folder.
 final class OverlayStage {
-    static let frameRate = Rational(10, 1)
-    let renderer: StageRenderer
-    let canvas: Frame
-    let directory: URL
-    private let audio: Encoder
+    let directed: DirectedStage
+    var renderer: StageRenderer { directed.renderer }
+    var luma: [UInt8] { directed.luma }
 
     init(stage: URL, layout: LayoutConfiguration = LayoutConfiguration(grid: GridConfiguration(gridGap: 0)),
          overlays: OverlayConfiguration?, reuse: Bool = true) throws {
-        var logger = Logger(label: "overlay")
-        logger.logLevel = .critical
-        directory = stage
-        let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
-        let video = try Encoder(video: VideoEncoderSettings(width: 1280, height: 720, frameRate: Self.frameRate, bitrate: 1_000_000,
-                                                            keyframeInterval: 10, preset: "ultrafast"))
-        canvas = try video.makeInputFrame()
-        try video.prepareForWriting(canvas)
-        audio = try Encoder(audio: AudioEncoderSettings())
-        let compositor = VideoCompositor(canvas: canvas, layout: layout.makeEngine(), logger: logger)
-        compositor.parallelDecoding = false
-        compositor.reuseUnchangedTiles = reuse
-        compositor.frameLead = 50_000
-        let mixer = AudioMixer(sampleRate: 48_000, frameRate: Self.frameRate, encoderFrame: try audio.makeInputFrame(), frameSize: audio.frameSize)
-        renderer = StageRenderer(source: source, compositor: compositor, mixer: mixer, frameRate: Self.frameRate)
+        directed = try DirectedStage(stage: stage, layout: layout, size: PixelSize(width: 1280, height: 720), reuse: reuse)
         if let overlays {
             renderer.direct(CompositionDirection(overlays: try OverlayAssets(directory: stage.path).prepare(overlays)))
         }
     }
 
-    func render(_ tick: Int64) {
-        renderer.render(tick: tick)
-        // The mix is drained as a session drains it (not read).
-        while (try? renderer.mixer.nextEncoderFrame(encoder: audio)) ?? nil != nil {}
-    }
-
-    var luma: [UInt8] {
-        let planes = canvas.yuvPlanes
-        return (0..<planes.height).flatMap { row in Array(UnsafeBufferPointer(start: planes.y + row * planes.yStride, count: planes.width)) }
-    }
+    func render(_ tick: Int64) throws { try directed.render(tick: tick) }
 
     /// A recorded stage of `names.count` participants, each publishing `source` (an ffmpeg
     /// lavfi video at 64×36) with the attribute `name`, over `publish` ms (start, end).
@@ -81,49 +56,8 @@ final class OverlayStage {
 
     /// A 200×80 PNG, orange, its alpha rising from 0 at the left to 255 at the right.
     static func writeGradientLogo(in directory: URL) throws {
-        var raw: [UInt8] = []
-        for _ in 0..<80 {
-            raw.append(0)
-            for x in 0..<200 { raw += [255, 128, 0, UInt8(x * 255 / 199)] }
-        }
-        try Data(PNGBytes.rgba(width: 200, height: 80, raw: raw)).write(to: directory.appendingPathComponent("logo.png"))
-    }
-}
-
-/// A PNG writer for tests (stored deflate blocks).
-enum PNGBytes {
-    static func crc(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-        }
-        return ~crc
-    }
-
-    static func be(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-
-    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-        let body = Array(type.utf8) + data
-        return be(UInt32(data.count)) + body + be(crc(body))
-    }
-
-    /// `raw`: rows, each a filter byte then the pixels (RGBA, or grey when `grey`).
-    static func rgba(width: Int, height: Int, raw: [UInt8], grey: Bool = false) -> [UInt8] {
-        var a: UInt32 = 1, b: UInt32 = 0
-        for byte in raw { a = (a + UInt32(byte)) % 65521; b = (b + a) % 65521 }
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let count = min(65535, raw.count - offset)
-            let last: UInt8 = offset + count == raw.count ? 1 : 0
-            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-            zlib += raw[offset..<(offset + count)]
-            offset += count
-        } while offset < raw.count
-        zlib += be(b << 16 | a)
-        let header = be(UInt32(width)) + be(UInt32(height)) + [8, grey ? 0 : 6, 0, 0, 0]
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", zlib) + chunk("IEND", [])
+        let png = TestPNG.rgba(width: 200, height: 80) { x, _ in [255, 128, 0, UInt8(x * 255 / 199)] }
+        try Data(png).write(to: directory.appendingPathComponent("logo.png"))
     }
 }
 
@@ -138,8 +72,8 @@ enum PNGBytes {
             let withLogo = try OverlayStage(stage: stage, overlays: logo)
             let plain = try OverlayStage(stage: stage, overlays: nil)
             for tick in Int64(0)..<6 {
-                withLogo.render(tick)
-                plain.render(tick)
+                try withLogo.render(tick)
+                try plain.render(tick)
                 let over = withLogo.luma, under = plain.luma
                 // Every pixel that differs lies in the requested box: x 1056..<1256, y 24..<104.
                 var box = (minX: Int.max, minY: Int.max, maxX: Int.min, maxY: Int.min)
@@ -176,8 +110,8 @@ enum PNGBytes {
             let reused = try OverlayStage(stage: stage, overlays: overlays)
             let redrawn = try OverlayStage(stage: stage, overlays: overlays, reuse: false)
             for tick in Int64(0)..<8 {
-                reused.render(tick)
-                redrawn.render(tick)
+                try reused.render(tick)
+                try redrawn.render(tick)
                 expect.check(reused.luma == redrawn.luma, "tick \(tick): kept tiles differ from redrawn ones")
             }
             expect.check(reused.renderer.compositor.tilesReused > 0, "no tile was kept: the test proves nothing")
@@ -204,7 +138,7 @@ enum PNGBytes {
             let slateLuma = YUVColor(red: 0x20, green: 0x40, blue: 0xA0).y
             var shown: [Int64] = []
             for tick in Int64(0)..<30 {
-                composed.render(tick)
+                try composed.render(tick)
                 // A corner, away from the slate's text.
                 if abs(Int(composed.luma[5 * 1280 + 5]) - Int(slateLuma)) <= 1 && composed.renderer.compositor.tiles.isEmpty { shown.append(tick) }
             }
@@ -234,7 +168,7 @@ enum PNGBytes {
                 if tick == 5 { composed.renderer.direct(try banner(visible: true)) }
                 if tick == 10 { composed.renderer.direct(try banner(visible: false)) }
                 if tick == 15 { composed.renderer.direct(try banner(visible: true, transitionMs: 1000)) }
-                composed.render(tick)
+                try composed.render(tick)
                 log.append((tick, plateLuma()))
             }
             let grey = log[2].1
@@ -258,8 +192,8 @@ enum PNGBytes {
             let composed = try OverlayStage(stage: stage, overlays: OverlayConfiguration(labels: LabelOverlay(fontScale: 0.08)))
             let plain = try OverlayStage(stage: stage, overlays: nil)
             for tick in Int64(0)..<3 {
-                composed.render(tick)
-                plain.render(tick)
+                try composed.render(tick)
+                try plain.render(tick)
             }
             let luma = composed.luma, under = plain.luma
             for (index, tile) in composed.renderer.compositor.tiles.enumerated() {
@@ -283,7 +217,7 @@ enum PNGBytes {
                     for column in 0..<(width * 2) { raw.append(luma[(rect.y + row / 2) * 1280 + rect.x + column / 2]) }
                 }
                 let file = stage.appendingPathComponent("tile\(index).png")
-                try Data(PNGBytes.rgba(width: width * 2, height: height * 2, raw: raw, grey: true)).write(to: file)
+                try Data(TestPNG.encode(width: width * 2, height: height * 2, raw: raw, grey: true)).write(to: file)
                 let run = try runTool("tesseract", [file.path, "stdout", "--psm", "7"])
                 let read = run.text.trimmingCharacters(in: .whitespacesAndNewlines)
                 let name = names[Int(tile.participantId.dropFirst())!]

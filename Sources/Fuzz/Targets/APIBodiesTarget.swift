@@ -123,7 +123,7 @@ enum APIBodiesTarget {
                        overlays.slate?.textColor, overlays.slate?.backgroundColor]
             + (overlays.banners ?? []).flatMap { [$0.textColor, $0.backgroundColor] }
         for colour in colours.compactMap({ $0 }) {
-            FuzzBound(OverlayColor(hex: colour) != nil, "overlay colour '\(colour)' accepted but does not parse")
+            FuzzBound(RGBAColor(hex: colour) != nil, "overlay colour '\(colour)' accepted but does not parse")
         }
     }
 

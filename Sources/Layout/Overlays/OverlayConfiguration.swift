@@ -190,20 +190,8 @@ public struct BannerOverlay: Codable, Hashable, Sendable {
     }
 }
 
-/// An sRGB colour with straight alpha, from `#RRGGBB` or `#RRGGBBAA`.
-public struct OverlayColor: Hashable, Sendable {
-    public var red: UInt8
-    public var green: UInt8
-    public var blue: UInt8
-    public var alpha: UInt8
-
-    public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
-        self.red = red
-        self.green = green
-        self.blue = blue
-        self.alpha = alpha
-    }
-
+/// Overlay colours: `#RRGGBB` or `#RRGGBBAA` (sRGB, straight alpha).
+extension RGBAColor {
     public init?(hex: String) {
         let bytes = Array(hex.utf8)
         guard bytes.first == UInt8(ascii: "#"), bytes.count == 7 || bytes.count == 9 else { return nil }
@@ -225,9 +213,4 @@ public struct OverlayColor: Hashable, Sendable {
         default: return nil
         }
     }
-
-    public static let white = OverlayColor(red: 255, green: 255, blue: 255)
-    public static let black = OverlayColor(red: 0, green: 0, blue: 0)
-
-    public var rgba: RGBAColor { RGBAColor(red: red, green: green, blue: blue, alpha: alpha) }
 }

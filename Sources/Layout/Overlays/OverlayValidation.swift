@@ -3,6 +3,8 @@
 // (`OverlayAssets.prepare`) all get these checks and this wording. Only the shape is checked
 // here; whether files exist and fonts are known is the loader's business.
 
+import MediaCore
+
 /// The limits of an overlay description, named once (docs/daemon.md lists them).
 public enum OverlayLimits {
     /// Pixels between an overlay (or a label's pill) and the edge it is placed against.
@@ -148,7 +150,7 @@ enum OverlayRule {
     }
 
     static func color(_ value: String?, field: String) throws(LayoutValidationError) {
-        if let value, OverlayColor(hex: value) == nil {
+        if let value, RGBAColor(hex: value) == nil {
             throw .invalidField(field: field, reason: "\(quoted(value)) must be #RRGGBB or #RRGGBBAA")
         }
     }

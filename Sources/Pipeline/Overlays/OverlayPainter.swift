@@ -129,7 +129,7 @@ public final class OverlayPainter {
         guard let configuration = prepared?.configuration else { return nil }
         let below = (configuration.images ?? []).filter { $0.layer == .below }
         guard configuration.background != nil || !below.isEmpty else { return nil }
-        let base = BaseCanvas(size: canvasSize, color: configuration.background?.color.flatMap(OverlayColor.init(hex:)) ?? .black)
+        let base = BaseCanvas(size: canvasSize, color: configuration.background?.color.flatMap(RGBAColor.init(hex:)) ?? .black)
         if let file = configuration.background?.file {
             base.draw(prepared?.images[file], mode: configuration.background?.fillMode ?? .cover)
         }
@@ -139,12 +139,12 @@ public final class OverlayPainter {
 
     private func makeSlate() -> BaseCanvas? {
         guard let settings = prepared?.configuration.slate else { return nil }
-        let base = BaseCanvas(size: canvasSize, color: settings.backgroundColor.flatMap(OverlayColor.init(hex:))
-                              ?? OverlayColor(red: 16, green: 16, blue: 16))
+        let base = BaseCanvas(size: canvasSize, color: settings.backgroundColor.flatMap(RGBAColor.init(hex:))
+                              ?? RGBAColor(red: 16, green: 16, blue: 16))
         if let file = settings.file { base.draw(prepared?.images[file], mode: settings.fillMode ?? .contain) }
         if let text = settings.text {
             let style = TextStyle(font: settings.font ?? defaultFont, pixelSize: settings.fontSize ?? max(8, canvasSize.height * 8 / 100),
-                                  color: (settings.textColor.flatMap(OverlayColor.init(hex:)) ?? .white).rgba, centered: true)
+                                  color: settings.textColor.flatMap(RGBAColor.init(hex:)) ?? .white, centered: true)
             let bitmap = TextDrawing.draw(text, style: style, maxWidth: canvasSize.width * 9 / 10)
             textDrawings += 1
             let origin = OverlayPlacement.origin(of: PixelSize(width: bitmap.width, height: bitmap.height), at: .center, margin: 0,
@@ -166,8 +166,8 @@ public final class OverlayPainter {
         swap(&seenTiles, &labelledTiles)
         labels.removeAll(keepingCapacity: true)
         let font = settings.font ?? defaultFont
-        let color = (settings.textColor.flatMap(OverlayColor.init(hex:)) ?? .white).rgba
-        let pill = (settings.backgroundColor.flatMap(OverlayColor.init(hex:)) ?? OverlayColor(red: 0, green: 0, blue: 0, alpha: 160)).rgba
+        let color = settings.textColor.flatMap(RGBAColor.init(hex:)) ?? .white
+        let pill = settings.backgroundColor.flatMap(RGBAColor.init(hex:)) ?? RGBAColor(red: 0, green: 0, blue: 0, alpha: 160)
         for tile in labelledTiles where tile.rect.width >= 32 && tile.rect.height >= 32 {
             let margin = settings.margin ?? max(4, tile.rect.height * 3 / 100)
             if tile.video {
@@ -241,8 +241,8 @@ public final class OverlayPainter {
         let size = settings.fontSize ?? max(8, canvasSize.height * 5 / 100)
         let margin = settings.margin ?? 32
         let style = TextStyle(font: settings.font ?? defaultFont, pixelSize: size,
-                              color: (settings.textColor.flatMap(OverlayColor.init(hex:)) ?? .white).rgba)
-        let box = BoxStyle(color: (settings.backgroundColor.flatMap(OverlayColor.init(hex:)) ?? OverlayColor(red: 0, green: 0, blue: 0, alpha: 192)).rgba,
+                              color: settings.textColor.flatMap(RGBAColor.init(hex:)) ?? .white)
+        let box = BoxStyle(color: settings.backgroundColor.flatMap(RGBAColor.init(hex:)) ?? RGBAColor(red: 0, green: 0, blue: 0, alpha: 192),
                            roundness: 0.15, paddingX: 0.6, paddingY: 0.3)
         let bitmap = TextDrawing.draw(settings.text, style: style, box: box, maxWidth: canvasSize.width - 2 * margin)
         textDrawings += 1
@@ -325,7 +325,7 @@ private final class BaseCanvas {
     var cb: [UInt8]
     var cr: [UInt8]
 
-    init(size: PixelSize, color: OverlayColor) {
+    init(size: PixelSize, color: RGBAColor) {
         self.size = size
         let yuv = YUVColor(red: color.red, green: color.green, blue: color.blue)
         luma = [UInt8](repeating: yuv.y, count: size.width * size.height)
