@@ -100,7 +100,7 @@ public final class VideoCompositor {
     /// The whole canvas emptied: the overlays' background or slate (nobody on stage), else black.
     private func fillBackground() {
         let whole = Rect(x: 0, y: 0, width: canvasSize.width, height: canvasSize.height)
-        if overlays?.fill(whole, of: canvasFrame, slate: tiles.isEmpty) != true {
+        if overlays?.fill(whole, of: canvasFrame, slate: tiles.isEmpty, layoutFillMode: tiles.first?.fillMode) != true {
             canvas.fill(whole, y: 16, u: 128, v: 128)
         }
     }

@@ -32,6 +32,10 @@ struct ComposeCommand: ParsableCommand {
                                valueName: "file"))
     var directions: String?
 
+    @Option(help: ArgumentHelp("Where the image files of the stage's or --directions' overlays are (a daemon's overlays.directory, "
+                               + "for a re-render of its recording); default: the stage's folder.", valueName: "folder"))
+    var overlayDirectory: String?
+
     @Option(help: "Layout preset name (see layouts/) or LayoutConfiguration JSON file.")
     var layout: String = "grid"
 
@@ -116,7 +120,8 @@ struct ComposeCommand: ParsableCommand {
             if let encoderThreads, !(0...16).contains(encoderThreads) {
                 throw CLIFailure("--encoder-threads: \(encoderThreads) is outside 0...16")
             }
-            let source = try RecordedStageSource(stage: recordedStage, limits: limits, logger: logger)
+            let source = try RecordedStageSource(stage: recordedStage, limits: limits,
+                                                 overlayAssets: overlayDirectory.map { OverlayAssets(directory: $0) }, logger: logger)
 
             guard record || rtmp != nil else { throw CLIFailure("--no-record needs --rtmp: there would be no output") }
             var channel: ChannelDestinationConfiguration?

@@ -82,6 +82,30 @@ struct CLIErrorTests {
         #expect(rgb.count == 12 && rgb[0] < 60 && rgb[1] < 60 && rgb[2] > 200, "pixel (12, 12) of \(first): \(rgb)")
     }
 
+    @Test("a re-render's overlays (from --directions) take their files from --overlay-directory")
+    func directionsOverlaysFromTheirDirectory() async throws {
+        let folder = try Paths.makeScratch("overlays-directions")
+        let art = folder.appendingPathComponent("daemon-overlays")
+        try FileManager.default.createDirectory(at: art, withIntermediateDirectories: true)
+        let blue = Array([[UInt8]](repeating: [0, 0, 255], count: 32 * 32).joined())
+        try Data(PNGEncoder.encodeRGB(width: 32, height: 32, rgb: blue)).write(to: art.appendingPathComponent("logo.png"))
+        let directions = folder.appendingPathComponent("directions.json")
+        try Data(#"{"stageArn": "arn:aws:ivs:us-east-1:123456789012:stage/x", "directions": [{"atMs": 0, "overlays": {"images": [{"file": "logo.png", "position": "TOP_LEFT", "margin": 0}]}}]}"#.utf8)
+            .write(to: directions)
+        let arguments = ["--stage", Paths.fixture("two-people"), "--duration", "1", "--thumbnails", "1:sequential", "--directions", directions.path]
+        // Looked for in the stage's folder: not there.
+        let missing = try await runCompose(arguments)
+        #expect(missing.output.status != 0 && missing.output.stderr.contains("directions[0].overlays.images[0].file"), "\(missing.output.stderr)")
+        let run = try await runCompose(arguments + ["--overlay-directory", art.path])
+        #expect(run.output.status == 0, "stderr: \(run.output.stderr)")
+        let thumbnails = (FileManager.default.subpaths(atPath: run.outDirectory.path) ?? []).filter { $0.hasSuffix(".jpg") }.sorted()
+        let first = try #require(thumbnails.first, "no thumbnail in \(run.outDirectory.path)")
+        let pixels = try runTool("ffmpeg", ["-v", "error", "-i", run.outDirectory.appendingPathComponent(first).path,
+                                            "-vf", "crop=2:2:12:12", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        let rgb = [UInt8](pixels.output)
+        #expect(rgb.count == 12 && rgb[0] < 60 && rgb[1] < 60 && rgb[2] > 200, "pixel (12, 12) of \(first): \(rgb)")
+    }
+
     @Test("composition update --overlays: a bad description is refused before anything is sent, naming the file and the field")
     func updateWithBadOverlays() async throws {
         let folder = try Paths.makeScratch("overlays-update")

@@ -183,6 +183,28 @@ final class OverlayStage {
         }
     }
 
+    @Test("a background image without a fill mode is scaled as the layout fills its tiles")
+    func backgroundFollowsTheLayoutsFillMode() async throws {
+        try await onThreadChecking { expect in
+            let stage = try OverlayStage.makeStage(names: ["A", "B"], seconds: 1)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            // A square red background: COVER fills the canvas, CONTAIN leaves bars left and right.
+            try Data(TestPNG.rgba(width: 100, height: 100) { _, _ in [255, 0, 0, 255] }).write(to: stage.appendingPathComponent("red.png"))
+            let overlays = OverlayConfiguration(background: BackgroundOverlay(file: "red.png"))
+            let red = Int(YUVColor(red: 255, green: 0, blue: 0).y)
+            for (mode, cornerIsRed) in [(VideoFillMode.cover, true), (.contain, false)] {
+                let layout = LayoutConfiguration(grid: GridConfiguration(videoFillMode: mode, gridGap: 200))
+                let composed = try OverlayStage(stage: stage, layout: layout, overlays: overlays)
+                try composed.render(0)
+                try composed.render(1)
+                // (10, 10) is background above the two tiles; (640, 10) is inside the square either way.
+                let corner = Int(composed.luma[10 * 1280 + 10]), middle = Int(composed.luma[10 * 1280 + 640])
+                expect.check(abs(middle - red) <= 2, "\(mode): middle \(middle)")
+                expect.check((abs(corner - red) <= 2) == cornerIsRed, "\(mode): corner \(corner)")
+            }
+        }
+    }
+
     @Test("tesseract reads each participant's name from its tile")
     func labelsReadBack() async throws {
         try await onThreadChecking { expect in

@@ -114,7 +114,8 @@ public struct ImageOverlay: Codable, Hashable, Sendable {
     }
 }
 
-/// Behind the tiles: a colour and/or an image scaled to the canvas (`fillMode`, default COVER).
+/// Behind the tiles: a colour and/or an image scaled to the canvas (`fillMode`, default the
+/// layout's video fill mode: how its tiles are filled).
 public struct BackgroundOverlay: Codable, Hashable, Sendable {
     public var color: String?
     public var file: String?

@@ -18,6 +18,8 @@ public final class OverlayPainter {
     private let defaultFont: String
     private var prepared: PreparedOverlays?
     private var background: BaseCanvas?
+    /// The layout's fill mode the background image was scaled with (when it has none of its own).
+    private var backgroundFillMode: VideoFillMode = .cover
     private var slate: BaseCanvas?
     private var images: [YUVAOverlay] = []
     private var labels: [YUVAOverlay] = []
@@ -75,8 +77,15 @@ public final class OverlayPainter {
     }
 
     /// Fills `rect` from the background (or, when `slate`, the slate) instead of black; false
-    /// when there is none (the caller fills black).
-    public func fill(_ rect: Rect, of frame: PlanarYUV420, slate useSlate: Bool) -> Bool {
+    /// when there is none (the caller fills black). A background image without a fill mode
+    /// of its own is scaled as the layout fills its tiles (`layoutFillMode`, when known).
+    public func fill(_ rect: Rect, of frame: PlanarYUV420, slate useSlate: Bool, layoutFillMode: VideoFillMode? = nil) -> Bool {
+        if let layoutFillMode, layoutFillMode != backgroundFillMode {
+            backgroundFillMode = layoutFillMode
+            if let background = prepared?.configuration.background, background.file != nil, background.fillMode == nil {
+                self.background = makeBackground()
+            }
+        }
         guard let base = (useSlate ? slate : nil) ?? background else { return false }
         base.copy(rect, into: frame)
         return true
@@ -131,7 +140,7 @@ public final class OverlayPainter {
         guard configuration.background != nil || !below.isEmpty else { return nil }
         let base = BaseCanvas(size: canvasSize, color: configuration.background?.color.flatMap(RGBAColor.init(hex:)) ?? .black)
         if let file = configuration.background?.file {
-            base.draw(prepared?.images[file], mode: configuration.background?.fillMode ?? .cover)
+            base.draw(prepared?.images[file], mode: configuration.background?.fillMode ?? backgroundFillMode)
         }
         for image in below { if let layer = layer(of: image) { base.blend(layer) } }
         return base
