@@ -1,4 +1,5 @@
-// WebRTCMedia: the receive side of a WHIP publisher's media, sans I/O. Every type is a value
+// WebRTCMedia: the receive side of a WHIP publisher's media, and (in Send/, see
+// SendOverview.swift) the send side of a WHEP viewer's, sans I/O. Every type is a value
 // fed bytes, packets and `now` (Int64 µs) and polled for what to send or deliver; none
 // reads a clock, opens a socket or spawns a task, so every case is a deterministic test.
 //
