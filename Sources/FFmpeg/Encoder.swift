@@ -122,6 +122,32 @@ public final class Encoder {
         try check(avcodec_open2(ctx, codec, nil), "open encoder aac")
     }
 
+    /// libopus at 48 kHz stereo in 20 ms frames (960 samples), packed float input: the audio
+    /// WebRTC viewers take (WHEP). Low-delay application, in-band FEC on.
+    public init(opusBitrate bitrate: Int) throws(FFmpegError) {
+        codecName = "libopus"
+        mediaType = .audio
+        timeBase = Rational(1, 48_000)
+        guard let codec = avcodec_find_encoder_by_name("libopus") else {
+            throw FFmpegError(kind: .unsupported, operation: "open encoder libopus", message: "no libopus encoder")
+        }
+        guard let ctx = avcodec_alloc_context3(codec) else {
+            throw FFmpegError(kind: .outOfMemory, operation: "open encoder libopus", message: "allocation failed")
+        }
+        context = ctx
+        ctx.pointee.sample_rate = 48_000
+        ctx.pointee.sample_fmt = AV_SAMPLE_FMT_FLT
+        cffshim_channel_layout_default(&ctx.pointee.ch_layout, 2)
+        ctx.pointee.bit_rate = Int64(bitrate)
+        ctx.pointee.time_base = timeBase.avRational
+        var options: OpaquePointer?
+        defer { av_dict_free(&options) }
+        av_dict_set(&options, "frame_duration", "20", 0)
+        av_dict_set(&options, "application", "lowdelay", 0)
+        av_dict_set(&options, "fec", "1", 0)
+        try check(avcodec_open2(ctx, codec, &options), "open encoder libopus")
+    }
+
     deinit { avcodec_free_context(&context) }
 
     /// The encoder's configuration record (SPS/PPS as avcC, AudioSpecificConfig), so its

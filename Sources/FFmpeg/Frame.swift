@@ -147,6 +147,17 @@ extension Frame {
         pointer.pointee.nb_samples = Int32(count)
         pointer.pointee.pts = pts
     }
+
+    /// Copies two float channels into this (FLT, packed stereo, allocated) audio frame.
+    public func writeFloatInterleaved(left: UnsafePointer<Float>, right: UnsafePointer<Float>, count: Int, pts: Int64) {
+        let samples = UnsafeMutableRawPointer(pointer.pointee.data.0!).assumingMemoryBound(to: Float.self)
+        for i in 0..<count {
+            samples[2 * i] = left[i]
+            samples[2 * i + 1] = right[i]
+        }
+        pointer.pointee.nb_samples = Int32(count)
+        pointer.pointee.pts = pts
+    }
 }
 
 extension Packet {

@@ -37,6 +37,18 @@ public final class AudioMixer {
     /// At most this many participants' settings are kept; past it, those of participants not
     /// on the stage are forgotten first.
     public static let settingsLimit = 256
+    // The viewers' copy of the mix (WHEP's Opus), queued only while `tapEnabled`, drained in
+    // frames of the tap encoder's size; a backlog over its capacity is dropped, not grown.
+    private let tapLeft: UnsafeMutablePointer<Float>
+    private let tapRight: UnsafeMutablePointer<Float>
+    private let tapCapacity: Int
+    private var tapCount = 0
+    /// The sample position of the tap's next frame (its pts), on the mix's own sample clock.
+    public private(set) var tapPosition: Int64 = 0
+    /// Queue the mix for the viewers too. Turned on, it starts with the next tick mixed.
+    public var tapEnabled = false {
+        didSet { if tapEnabled != oldValue { tapCount = 0 } }
+    }
 
     public init(sampleRate: Int, frameRate: Rational, encoderFrame: Frame, frameSize: Int) {
         self.sampleRate = sampleRate
@@ -49,6 +61,9 @@ public final class AudioMixer {
         fifoCapacity = frameSize + mixCapacity
         fifoLeft = .allocate(capacity: fifoCapacity)
         fifoRight = .allocate(capacity: fifoCapacity)
+        tapCapacity = mixCapacity + 4_800
+        tapLeft = .allocate(capacity: tapCapacity)
+        tapRight = .allocate(capacity: tapCapacity)
     }
 
     deinit {
@@ -56,6 +71,8 @@ public final class AudioMixer {
         mixRight.deallocate()
         fifoLeft.deallocate()
         fifoRight.deallocate()
+        tapLeft.deallocate()
+        tapRight.deallocate()
     }
 
     /// Merges a producer's settings over those in force; they apply from the next tick.
@@ -111,6 +128,31 @@ public final class AudioMixer {
         (fifoLeft + fifoCount).update(from: mixLeft, count: count)
         (fifoRight + fifoCount).update(from: mixRight, count: count)
         fifoCount += count
+        if tapEnabled {
+            if tapCount == 0 || tapCount + count > tapCapacity {
+                // Starting (or a backlog no one drained): from this tick on.
+                tapCount = 0
+                tapPosition = from
+            }
+            (tapLeft + tapCount).update(from: mixLeft, count: count)
+            (tapRight + tapCount).update(from: mixRight, count: count)
+            tapCount += count
+        }
+    }
+
+    /// The tap's next `frame.nb_samples`-long frame (packed stereo float, for the viewers'
+    /// encoder), stamped with its sample position; nil until that much is queued.
+    public func nextTapFrame(into frame: Frame, size: Int, encoder: Encoder) throws(FFmpegError) -> Frame? {
+        guard tapEnabled, size > 0, tapCount >= size else { return nil }
+        try encoder.prepareForWriting(frame)
+        frame.writeFloatInterleaved(left: tapLeft, right: tapRight, count: size, pts: tapPosition)
+        tapPosition += Int64(size)
+        tapCount -= size
+        if tapCount > 0 {
+            tapLeft.update(from: tapLeft + size, count: tapCount)
+            tapRight.update(from: tapRight + size, count: tapCount)
+        }
+        return frame
     }
 
     /// Fills the encoder frame with the next `frameSize` samples if that many are queued (or,

@@ -34,6 +34,19 @@ public struct CompositionDirection: Sendable, Equatable {
 /// win, audio settings merge), so a flood of calls costs one change's memory.
 public final class CompositionDirector: Sendable {
     private let pending = Mutex<CompositionDirection?>(nil)
+    private let keyframe = Atomic<Bool>(false)
+
+    /// Asks for a keyframe soon (a WebRTC viewer lost a picture or joined): the composition
+    /// forces one at its next frame, but no sooner than a second after the last keyframe.
+    /// Requests piling up are one request.
+    public func requestKeyframe() {
+        keyframe.store(true, ordering: .relaxed)
+    }
+
+    /// Whether a keyframe was asked for since the last call (the composition thread).
+    public func takeKeyframeRequest() -> Bool {
+        keyframe.exchange(false, ordering: .relaxed)
+    }
 
     public init() {}
 

@@ -135,6 +135,9 @@ public final class CompositionSession {
     private let packet = Packet()
     private var failedSinks: [String: String] = [:]
     private var activeSinks: Set<String> = []
+    /// The viewers' Opus encoder, its input frame and output packet, once a sink wanted them.
+    private var viewerAudio: (Encoder, Frame, Packet)?
+    private var viewerAudioFailed = false
     private let observer: (SessionEvent) -> Void
 
     public init(source: any StageSource, settings: CompositionSettings, sinks: [any PacketSink],
@@ -193,6 +196,10 @@ public final class CompositionSession {
         var lagged: Int64 = 0
         var publishers = -1
         var stopError: PipelineError?
+        // Keyframes asked for (WHEP viewers): at the next frame, but a second apart at least.
+        let keyframeSpacing = Int64((Double(settings.video.frameRate.numerator) / Double(max(1, settings.video.frameRate.denominator))).rounded(.up))
+        var lastKeyframeTick = Int64.min / 2
+        var keyframeWanted = false
 
         while totalFrames.map({ tick < $0 }) ?? true, !shouldStop() {
             let stageTime = MediaTime(ticks: tick, timeBase: frameDuration)
@@ -234,10 +241,18 @@ public final class CompositionSession {
                 // (an encoder without lookahead hands out the first packet at once, and a
                 // sink's "active" must not come before the composition's).
                 if tick == 0 { observer(.mediaFlowing) }
-                try encode(videoEncoder, frame: compositor.canvas, forceKeyframe: tick % Int64(settings.video.keyframeInterval) == 0, media: .video)
+                if settings.director?.takeKeyframeRequest() == true { keyframeWanted = true }
+                var forceKeyframe = tick % Int64(settings.video.keyframeInterval) == 0
+                if keyframeWanted, tick - lastKeyframeTick >= keyframeSpacing { forceKeyframe = true }
+                if forceKeyframe {
+                    lastKeyframeTick = tick
+                    keyframeWanted = false
+                }
+                try encode(videoEncoder, frame: compositor.canvas, forceKeyframe: forceKeyframe, media: .video)
                 while let frame = try mixer.nextEncoderFrame(encoder: audioEncoder) {
                     try encode(audioEncoder, frame: frame, forceKeyframe: false, media: .audio)
                 }
+                encodeViewerAudio()
             } catch let error as PipelineError {
                 stopError = error
                 break
@@ -304,6 +319,34 @@ public final class CompositionSession {
                 return
             }
             deliver(packet, media: media)
+        }
+    }
+
+    /// The mix once more as Opus while a sink wants it (WebRTC viewers): the encoder is made
+    /// the first time, the tap queues from the next tick. A failure stops the viewers' audio,
+    /// not the composition.
+    private func encodeViewerAudio() {
+        let wanted = !viewerAudioFailed && sinks.contains { $0.wantsViewerAudio }
+        if mixer.tapEnabled != wanted { mixer.tapEnabled = wanted }
+        guard wanted else { return }
+        do {
+            if viewerAudio == nil {
+                let encoder = try Encoder(opusBitrate: 64_000)
+                viewerAudio = (encoder, try encoder.makeInputFrame(), Packet())
+            }
+            guard let (encoder, frame, opusPacket) = viewerAudio else { return }
+            while let input = try mixer.nextTapFrame(into: frame, size: encoder.frameSize, encoder: encoder) {
+                _ = try encoder.send(input)
+                while try encoder.receive(into: opusPacket) == .frame {
+                    for sink in sinks where sink.wantsViewerAudio {
+                        do { try sink.writeViewerAudio(opusPacket) } catch { logger.warning("viewer audio refused", metadata: ["sink": "\(sink.name)", "error": "\(error)"]) }
+                    }
+                }
+            }
+        } catch {
+            viewerAudioFailed = true
+            mixer.tapEnabled = false
+            logger.error("viewer audio (Opus) stopped", metadata: ["error": "\(error)"])
         }
     }
 

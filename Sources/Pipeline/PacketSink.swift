@@ -22,10 +22,19 @@ public protocol PacketSink: AnyObject {
     /// Before `start`: the wall-clock time (ms since 1970) of output time 0, when the stage
     /// knows it (a live stage; a re-render of recordings that carry it).
     func anchor(wallClockOriginMs: Int64)
+    /// Whether it wants the mix once more as Opus (WebRTC viewers), asked every output frame:
+    /// the Opus encoder runs only while a sink does; wanted at a frame, the sound of the
+    /// frames after it is sent.
+    var wantsViewerAudio: Bool { get }
+    /// One Opus packet of the mix (48 kHz, 20 ms; pts in samples on the mix's clock, the same
+    /// clock as the video's), while `wantsViewerAudio`. Shared: reference it, do not keep it.
+    func writeViewerAudio(_ packet: Packet) throws(PipelineError)
 }
 
 extension PacketSink {
     public var destinationId: String? { nil }
+    public var wantsViewerAudio: Bool { false }
+    public func writeViewerAudio(_ packet: Packet) throws(PipelineError) {}
     public func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {}
     public func anchor(wallClockOriginMs: Int64) {}
 }
