@@ -91,6 +91,9 @@ let package = Package(
         // The only importer of the C modules.
         .target(name: "FFmpeg", dependencies: ["CFFmpeg", "CFFmpegShim", "MediaCore"], swiftSettings: strict),
 
+        // WHEP viewers of a composition: its encode packetized once, handed to every viewer.
+        .target(name: "WHEP", dependencies: ["MediaCore", "FFmpeg", "Pipeline", "WebRTCMedia"], swiftSettings: strict),
+
         // Overlays' text: fontconfig, FriBidi, HarfBuzz, FreeType and Cairo (Debian's); only
         // OverlayDrawing imports it.
         .systemLibrary(name: "CTextStack", pkgConfig: "harfbuzz",
@@ -296,7 +299,7 @@ let package = Package(
                                                              .product(name: "NIOEmbedded", package: "swift-nio"),
                                                              "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "LiveStageTests", dependencies: ["LiveStage", "Pipeline", "FFmpeg", "Layout", "MediaCore", "Stages", "TestSupport",
-                                                         .product(name: "Logging", package: "swift-log")]),
+                                                         .product(name: "Logging", package: "swift-log"), "WHEP", "WebRTCMedia"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "TestSupport"], exclude: ["botocore_sign.py", "aws_cli_capture.py"]),
         .testTarget(
             name: "EventSinksTests",

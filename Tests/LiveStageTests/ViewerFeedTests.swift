@@ -10,6 +10,9 @@ import Pipeline
 import Stages
 import Testing
 import TestSupport
+import Synchronization
+import WHEP
+import WebRTCMedia
 
 /// Records the video packets' keyframes and the Opus packets; wants Opus over `opusTicks`,
 /// asks the director for keyframes at `keyframeTicks`.
@@ -77,6 +80,100 @@ final class ViewerCapture: PacketSink, @unchecked Sendable {
                 expect.check(abs(first.pts - 28_800) <= 960, "first Opus pts \(first.pts)")
             }
             expect.check(opus.allSatisfy { (5..<25).contains($0.tick) }, "Opus outside the wanted ticks: \(Set(opus.map(\.tick)))")
+        }
+    }
+}
+
+/// Drives a WHEP outlet from the composition thread as a transport would: the clock follows
+/// the output frames, the viewer joins at `joinTick`, and what is due is drained each frame.
+final class ViewerDriver: PacketSink, @unchecked Sendable {
+    let name = "viewer driver"
+    let feed: WHEPFeed
+    let outlet: WHEPViewerOutlet
+    let joinTick: Int64
+    let clock: Clock
+    private(set) var datagrams: [WHEPDatagram] = []
+
+    /// The transport's clock (µs), shared with the feed.
+    final class Clock: Sendable {
+        let value = Atomic<Int64>(0)
+        var now: Int64 { value.load(ordering: .relaxed) }
+    }
+
+    init(feed: WHEPFeed, outlet: WHEPViewerOutlet, joinTick: Int64, clock: Clock) {
+        self.feed = feed
+        self.outlet = outlet
+        self.joinTick = joinTick
+        self.clock = clock
+    }
+
+    func start(video: Encoder, audio: Encoder) throws(PipelineError) {}
+    func write(_ packet: Packet, media: MediaType) throws(PipelineError) {}
+    func finish(failure: String?) throws(PipelineError) { drain(at: clock.now + 2_000_000) }
+    func composed(_ canvas: Frame, tick: Int64) throws(PipelineError) {
+        clock.value.store(tick * 100_000, ordering: .relaxed)
+        if tick == joinTick { try? feed.add(outlet) }
+        drain(at: tick * 100_000)
+    }
+
+    func drain(at time: Int64) {
+        var out: [WHEPDatagram] = []
+        outlet.due(now: time, into: &out)
+        datagrams += out
+    }
+}
+
+@Suite struct WHEPFeedTests {
+    @Test("a viewer joining mid-GOP gets RTP from a keyframe asked for then: whole, decodable pictures and 20 ms Opus")
+    func viewerGetsDecodableRTP() async throws {
+        try await onThreadChecking { expect in
+            let stage = try DirectedStage.makeStage(count: 2, seconds: 3)
+            defer { try? FileManager.default.removeItem(at: stage) }
+            var logger = Logger(label: "whep")
+            logger.logLevel = .critical
+            let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+            let video = VideoEncoderSettings(width: 128, height: 72, frameRate: DirectedStage.frameRate, bitrate: 100_000,
+                                             keyframeInterval: 100, preset: "ultrafast")
+            let director = CompositionDirector()
+            let settings = CompositionSettings(video: video, layout: DirectionTests.grid.makeEngine(), duration: .seconds(3), director: director)
+            let clock = ViewerDriver.Clock()
+            let feed = WHEPFeed(name: "whep", director: director) { clock.now }
+            let outlet = try WHEPViewerOutlet(streams: WHEPViewerStreams(
+                video: RTPSendStreamConfiguration(ssrc: 0x1111, payloadType: 102, clockRate: 90_000),
+                audio: RTPSendStreamConfiguration(ssrc: 0x2222, payloadType: 111, clockRate: 48_000), cname: "viewer"),
+                pacer: ViewerPacerConfiguration(feedbackTimeout: nil))
+            let driver = ViewerDriver(feed: feed, outlet: outlet, joinTick: 12, clock: clock)
+            let session = try CompositionSession(source: source, settings: settings, sinks: [driver, feed], logger: logger)
+            var pacer = AsFastAsPossiblePacer()
+            _ = try session.run(pacer: &pacer)
+            let packets = driver.datagrams.filter { !$0.isRTCP }.compactMap { try? RTPPacket(parsing: $0.bytes) }
+            expect.check(driver.datagrams.contains { $0.isRTCP }, "no sender report")
+            // Video: reassembled by the receive side's depacketizer, from a keyframe, every frame whole.
+            var depacketizer = H264Depacketizer()
+            var frames: [EncodedFrame] = []
+            var sequence: Int64 = 0
+            var last: UInt16?
+            for packet in packets where packet.ssrc == 0x1111 {
+                // Sent in order, no loss: the 16-bit numbers extended by their steps.
+                sequence += last.map { Int64(packet.sequenceNumber &- $0) } ?? 0
+                last = packet.sequenceNumber
+                let events = depacketizer.push(payload: packet.payload, sequence: sequence,
+                                               timestamp: Int64(packet.timestamp), marker: packet.marker)
+                for case .frame(let frame) in events { frames.append(frame) }
+            }
+            expect.check(frames.first?.isKeyframe == true, "the first picture is not a keyframe")
+            expect.check(frames.allSatisfy(\.isComplete), "incomplete pictures")
+            // Joined at frame 12 of 30: the keyframe asked for at the join is frame 12 itself.
+            expect.check(frames.count == 18, "\(frames.count) pictures")
+            let file = stage.appendingPathComponent("viewer.h264")
+            try Data(frames.flatMap(\.data)).write(to: file)
+            let decoded = try runTool("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                                  "stream=nb_read_frames,width,height", "-of", "csv=p=0", file.path], keeping: .standardOutput)
+            expect.check(decoded.text.trimmingCharacters(in: .whitespacesAndNewlines) == "128,72,\(frames.count)", "ffprobe: \(decoded.text)")
+            // Audio: 20 ms Opus frames, timestamps 960 apart.
+            let opus = packets.filter { $0.ssrc == 0x2222 }
+            expect.check(opus.count >= 80, "\(opus.count) Opus packets")
+            expect.check(zip(opus, opus.dropFirst()).allSatisfy { $1.timestamp &- $0.timestamp == 960 }, "Opus timestamps not 960 apart")
         }
     }
 }
