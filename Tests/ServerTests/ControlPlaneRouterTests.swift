@@ -262,6 +262,78 @@ class ControlPlaneRouterTests: XCTestCase {
         XCTAssertNotNil(refusal(nil))
     }
 
+    /// Authentication off, a browser's same-origin call (the console at /console) passes: its
+    /// `Origin` names exactly the request's `Host` on the API's scheme, and that host is one the
+    /// API answers to. Any other Origin (another port, host or scheme, a rebound name, "null",
+    /// more than an origin) is still refused.
+    func testASameOriginPageMayCallTheAPIWhileAuthenticationIsOff() async throws {
+        try await makeApp().test(.router) { client in
+            // The router test client's authority is "localhost": port 80 on http.
+            for (origin, allowed) in [("http://localhost", true), ("http://LOCALHOST:80", true), ("http://localhost:8086", false),
+                                      ("https://localhost", false), ("http://127.0.0.1", false)] {
+                try await client.execute(uri: "/ListEncoderConfigurations", method: .post,
+                                         headers: [.origin: origin, .contentType: "application/json"],
+                                         body: ByteBuffer(string: "{}")) { response in
+                    XCTAssertEqual(response.status, allowed ? .ok : .forbidden, origin)
+                    if !allowed { XCTAssertTrue(String(buffer: response.body).contains("cross-site"), String(buffer: response.body)) }
+                }
+            }
+            // Same-origin is not a content-type exemption: a form post is still refused.
+            try await client.execute(uri: "/ListEncoderConfigurations", method: .post,
+                                     headers: [.origin: "http://localhost", .contentType: "text/plain"],
+                                     body: ByteBuffer(string: "{}")) { response in
+                XCTAssertEqual(response.status, .forbidden)
+                XCTAssertTrue(String(buffer: response.body).contains("content type"), String(buffer: response.body))
+            }
+        }
+        let allowed = UnauthenticatedRequestGuard(allowedHosts: ["127.0.0.1", "compositor.internal"], logger: Logger(label: "test")).allowedHosts
+        func refusal(origins: [String], host: String?, scheme: String = "http") -> String? {
+            UnauthenticatedRequestGuard.refusal(
+                AuthenticationRequest(method: "POST", path: "/ListStages", query: "",
+                                      headers: (host.map { [("Host", $0)] } ?? []) + origins.map { ("Origin", $0) }
+                                          + [("Content-Type", "application/json")], body: Data()),
+                allowedHosts: allowed, scheme: scheme)
+        }
+        let sameOrigin: [(origin: String, host: String, scheme: String)] = [
+            ("http://127.0.0.1:8086", "127.0.0.1:8086", "http"),
+            ("http://localhost:8086", "LOCALHOST:8086", "http"),
+            ("http://[::1]:8086", "[::1]:8086", "http"),
+            ("http://compositor.internal", "compositor.internal:80", "http"),
+            ("http://compositor.internal:80", "compositor.internal", "http"),
+            ("https://compositor.internal", "compositor.internal", "https"),
+            ("https://compositor.internal:8443", "compositor.internal:8443", "https"),
+        ]
+        for (origin, host, scheme) in sameOrigin {
+            XCTAssertNil(refusal(origins: [origin], host: host, scheme: scheme), "\(origin) on \(scheme)://\(host)")
+        }
+        let crossSite: [(origin: [String], host: String?, scheme: String)] = [
+            (["http://127.0.0.1:9999"], "127.0.0.1:8086", "http"),                 // another port
+            (["http://127.0.0.1"], "127.0.0.1:8086", "http"),                      // the default port is another port
+            (["http://localhost:8086"], "127.0.0.1:8086", "http"),                 // another name of the same machine
+            (["https://127.0.0.1:8086"], "127.0.0.1:8086", "http"),                // another scheme
+            (["http://compositor.internal:8443"], "compositor.internal:8443", "https"),
+            (["http://rebound.evil.example:8086"], "rebound.evil.example:8086", "http"), // same-origin, but not an allowed host
+            (["http://127.0.0.1.evil.example:8086"], "127.0.0.1.evil.example:8086", "http"),
+            (["null"], "127.0.0.1:8086", "http"),
+            ([""], "127.0.0.1:8086", "http"),
+            (["http://127.0.0.1:8086/"], "127.0.0.1:8086", "http"),                // not an origin: a path
+            (["http://user@127.0.0.1:8086"], "127.0.0.1:8086", "http"),
+            (["http://127.0.0.1:+8086"], "127.0.0.1:+8086", "http"),
+            (["http://127.0.0.1:8086", "https://evil.example"], "127.0.0.1:8086", "http"), // two origins
+            (["http://127.0.0.1:8086"], nil, "http"),                               // no Host to be the same as
+        ]
+        for (origins, host, scheme) in crossSite {
+            XCTAssertNotNil(refusal(origins: origins, host: host, scheme: scheme), "\(origins) on \(scheme)://\(host ?? "(no host)")")
+        }
+        // The daemon's guard takes the listener's scheme.
+        let tls = UnauthenticatedRequestGuard(allowedHosts: ["compositor.internal"], scheme: "https", logger: Logger(label: "test"))
+        let request = AuthenticationRequest(method: "POST", path: "/ListStages", query: "",
+                                            headers: [("host", "compositor.internal:8443"), ("origin", "https://compositor.internal:8443"),
+                                                      ("content-type", "application/json")], body: Data())
+        let refused = await tls.authenticate(request)
+        XCTAssertNil(refused)
+    }
+
     func testMetricsBehindABearerToken() async throws {
         let token = "0123456789abcdef-metrics"
         try await makeApp(metrics: ServerConfiguration.Metrics(bearerToken: token)).test(.router) { client in
@@ -320,6 +392,9 @@ final class ControlPlaneRouterPostgresTests: ControlPlaneRouterTests {
     override func testMetricsAreDocumentedAndLabelled() async throws { try await super.testMetricsAreDocumentedAndLabelled() }
     override func testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() async throws { try await super.testCrossSiteRequestsAreRefusedWhileAuthenticationIsOff() }
     override func testMetricsBehindABearerToken() async throws { try await super.testMetricsBehindABearerToken() }
+    override func testASameOriginPageMayCallTheAPIWhileAuthenticationIsOff() async throws {
+        try await super.testASameOriginPageMayCallTheAPIWhileAuthenticationIsOff()
+    }
 
     override func tearDown() {
         pool?.cancel()

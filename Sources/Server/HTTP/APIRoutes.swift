@@ -1,8 +1,8 @@
-// The HTTP surface on Hummingbird's router: `GET /healthz`, `GET /metrics`, WHIP under
-// `/whip`, and every control-plane operation at its model's route (POST /<Operation>,
-// /tags/{resourceArn}). An operation passes, in order, through middleware that each does one
-// thing and is tested alone: the API metrics, the body limit, the fleet signature, SigV4.
-// Anything else is the IVS error for an unknown operation.
+// The HTTP surface on Hummingbird's router: `GET /healthz`, `GET /metrics`, the console under
+// `/console`, WHIP under `/whip`, and every control-plane operation at its model's route
+// (POST /<Operation>, /tags/{resourceArn}). An operation passes, in order, through middleware
+// that each does one thing and is tested alone: the API metrics, the body limit, the fleet
+// signature, SigV4. Anything else is the IVS error for an unknown operation.
 import Foundation
 public import Hummingbird
 import HTTPTypes
@@ -91,6 +91,8 @@ public struct APIRoutes: Sendable {
             Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
         router.get("/metrics") { request, _ in metricsResponse(request) }
+        // The operator console: public static files, outside the API's middleware (no SigV4).
+        ConsoleRoutes.add(to: router)
         let whip = self.whip
         for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options] {
             for path in ["/whip", "/whip/**"] {

@@ -180,7 +180,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         configuration.auth.enabled
             ? SigV4RequestAuthenticator(accessKeys: configuration.auth.accessKeys, region: configuration.region, logger: logger)
             : UnauthenticatedRequestGuard(allowedHosts: [configuration.listen.host] + (configuration.listen.allowedHosts ?? []),
-                                          logger: logger))
+                                          scheme: configuration.listen.tls == nil ? "http" : "https", logger: logger))
     if let given {
         return try await makeApplication(configuration: configuration, store: given, events: events,
                                          eventServices: services + eventServices,

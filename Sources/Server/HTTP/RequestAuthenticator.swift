@@ -43,26 +43,37 @@ public struct AllowAllAuthenticator: RequestAuthenticator {
 /// by this machine's own tools and never by a web page: a browser POSTs cross-site without a
 /// preflight when the body is text/plain or a form, and a DNS name rebound to 127.0.0.1 makes
 /// a page's requests reach loopback. The AWS CLI and SDKs send no `Origin`, a JSON content
-/// type and the host they were pointed at; a browser always sends `Origin` cross-site.
+/// type and the host they were pointed at; a browser always sends `Origin` cross-site, and on
+/// same-origin POSTs too. So an `Origin` is refused unless it is this server's own origin as the
+/// request names it (the console at `/console`): its scheme is the API's, its host and port are
+/// exactly the `Host`'s, and that host is one the API answers to. A page of a rebound DNS name
+/// is same-origin with itself but its `Host` is not allowed; any other page's `Origin` differs.
 public struct UnauthenticatedRequestGuard: RequestAuthenticator {
     /// Host names (no port, lower case) the API answers to.
     let allowedHosts: Set<String>
+    /// The API's scheme: "http", or "https" with `listen.tls`. A same-origin page's `Origin` has it.
+    let scheme: String
     let logger: Logger
 
-    public init(allowedHosts: [String], logger: Logger) {
+    public init(allowedHosts: [String], scheme: String = "http", logger: Logger) {
         self.allowedHosts = Set((allowedHosts + ["localhost", "127.0.0.1", "::1"]).map { Self.bareHost($0) })
+        self.scheme = scheme.lowercased()
         self.logger = logger
     }
 
     public func authenticate(_ request: AuthenticationRequest) async -> APIError? {
-        let refusal = Self.refusal(request, allowedHosts: allowedHosts)
+        let refusal = Self.refusal(request, allowedHosts: allowedHosts, scheme: scheme)
         if let refusal { logger.notice("request refused", metadata: ["reason": "\(refusal)", "http.target": "\(request.target)"]) }
         return refusal.map { .accessDenied("\($0) (authentication is off; see auth.enabled)") }
     }
 
-    static func refusal(_ request: AuthenticationRequest, allowedHosts: Set<String>) -> String? {
+    static func refusal(_ request: AuthenticationRequest, allowedHosts: Set<String>, scheme: String = "http") -> String? {
         func header(_ name: String) -> String? { request.headers.first { $0.0.lowercased() == name }?.1 }
-        if let origin = header("origin") { return "cross-site request refused (Origin: \(origin.prefix(100)))" }
+        let origins = request.headers.filter { $0.0.lowercased() == "origin" }.map(\.1)
+        if let origin = origins.first,
+           origins.count > 1 || !isSameOrigin(origin, host: header("host"), scheme: scheme) {
+            return "cross-site request refused (Origin: \(origin.prefix(100)))"
+        }
         if let type = header("content-type") {
             let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
             if !["application/json", "application/x-amz-json-1.0", "application/x-amz-json-1.1"].contains(media) {
@@ -73,6 +84,42 @@ public struct UnauthenticatedRequestGuard: RequestAuthenticator {
             return "host \(header("host")?.prefix(100) ?? "(none)") is not one this server answers to (listen.allowedHosts)"
         }
         return nil
+    }
+
+    /// Whether `origin` (`scheme://host[:port]`, as browsers serialize it) names exactly the
+    /// request's `Host` on this scheme: same host (case aside), same port (the scheme's default
+    /// when absent from either). Anything else in it (a path, user info, "null") is another origin.
+    static func isSameOrigin(_ origin: String, host: String?, scheme: String) -> Bool {
+        let prefix = scheme + "://"
+        let lower = origin.lowercased()
+        guard let host, lower.hasPrefix(prefix) else { return false }
+        let defaultPort = scheme == "https" ? 443 : 80
+        guard let named = authority(String(lower.dropFirst(prefix.count)), defaultPort: defaultPort),
+              let requested = authority(host.lowercased(), defaultPort: defaultPort) else { return false }
+        return named == requested
+    }
+
+    /// `host[:port]` or `[v6][:port]` → (host, port); nil when it is anything else.
+    static func authority(_ text: String, defaultPort: Int) -> (host: String, port: Int)? {
+        let name: Substring, rest: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            name = text[text.index(after: text.startIndex)..<close]
+            rest = text[text.index(after: close)...]
+        } else if let colon = text.firstIndex(of: ":") {
+            name = text[..<colon]
+            rest = text[colon...]
+        } else {
+            name = text[...]
+            rest = ""
+        }
+        let hostCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789-._:")
+        guard !name.isEmpty, name.allSatisfy({ hostCharacters.contains($0) }) else { return nil }
+        if rest.isEmpty { return (String(name), defaultPort) }
+        let digits = rest.dropFirst()
+        guard rest.first == ":", (1...5).contains(digits.count), digits.allSatisfy({ ("0"..."9").contains($0) }), let port = Int(digits),
+              port <= 65535 else { return nil }
+        return (String(name), port)
     }
 
     /// `Host` without its port, lower case: `[::1]:8086` → `::1`, `example.com:80` → `example.com`.
