@@ -47,6 +47,7 @@ struct FuzzCorpusTests {
         (.whipMedia, "seed-chrome-offer", 1, 40),
         (.whipMedia, "seed-simulcast", 1, 0),
         (.stunSDP, "seed-sdp-", 1, 0),
+        (.stunSDP, "seed-sdp-whep-", 1, 0),
         (.stunSDP, "seed-stun-checks", 1, 0),
         (.apiBodies, "seed-valid-", 1, 0),
     ]
@@ -189,6 +190,11 @@ enum SignallingSeeds {
         let offers: [(String, String)] = [("chrome", Offers.chrome), ("firefox", Offers.firefox), ("obs", Offers.obs),
                                           ("gstreamer", Offers.gstreamer), ("aiortc", Offers.aiortc), ("simulcast", Offers.simulcast)]
         var seeds = offers.map { (name: "sdp-\($0.0)", bytes: [UInt8(0)] + Array($0.1.utf8)) }
+        // WHEP viewers (the WHIP negotiator refuses their recvonly offers): a Main composition,
+        // and a Constrained Baseline one; a Main one to aiortc, which declares only Baseline profiles.
+        seeds += [(name: "sdp-whep-chromium-main", bytes: [UInt8(1 << 1)] + Array(Offers.chromiumWHEP.utf8)),
+                  (name: "sdp-whep-aiortc", bytes: [UInt8(0)] + Array(Offers.aiortcWHEP.utf8)),
+                  (name: "sdp-whep-aiortc-main-any-offered", bytes: [UInt8(1 << 1 | 1 << 3)] + Array(Offers.aiortcWHEP.utf8))]
         var writer = FuzzInputWriter()
         writer.byte(1)
         let local = WHIPMediaTarget.answerOptions.localCredentials

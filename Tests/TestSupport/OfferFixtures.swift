@@ -577,3 +577,296 @@ extension Offers {
         """ + rtxLines + "a=ssrc:2222 cname:\(cname)\r\n" + rtxSource
     }
 }
+
+// WHEP viewers' offers (recvonly audio and video), captured on the build machine.
+extension Offers {
+    /// Chromium 156 (Debian 12), headless: a page that runs
+    /// `pc = new RTCPeerConnection({bundlePolicy: "max-bundle"}); pc.addTransceiver("audio", {direction: "recvonly"});
+    /// pc.addTransceiver("video", {direction: "recvonly"}); await pc.setLocalDescription(await pc.createOffer())`,
+    /// waits for ICE gathering and writes `pc.localDescription.sdp` into the page, read with
+    /// `chromium --headless --no-sandbox --virtual-time-budget=10000 --dump-dom file:///.../offer.html`
+    /// (no network, so no candidates: they would trickle). H.264 as 42001f, 42e01f, 4d001f and
+    /// f4001f, each in packetization-mode 1 and 0 with RTX; no High (64xxxx); VP8, VP9 (four
+    /// profiles), AV1 (two), RED, ULPFEC, FlexFEC; transport-cc, rtcp-rsize, rtcp-xr.
+    public static let chromiumWHEP = crlf("""
+        v=0
+        o=- 5017739927632883580 2 IN IP4 127.0.0.1
+        s=-
+        t=0 0
+        a=group:BUNDLE 0 1
+        a=extmap-allow-mixed
+        a=msid-semantic: WMS
+        m=audio 9 UDP/TLS/RTP/SAVPF 111 63 9 0 8 13 110 126
+        c=IN IP4 0.0.0.0
+        a=rtcp:9 IN IP4 0.0.0.0
+        a=ice-ufrag:EBD5
+        a=ice-pwd:hyUe+Ef7pEC6xKPeBFurepQM
+        a=ice-options:trickle
+        a=fingerprint:sha-256 34:37:79:13:87:A8:78:5F:5F:F9:4A:9E:51:7A:31:55:AD:58:FC:C5:C1:E2:28:AA:4D:DB:7B:B4:42:90:D7:E6
+        a=setup:actpass
+        a=mid:0
+        a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level
+        a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time
+        a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01
+        a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+        a=recvonly
+        a=rtcp-mux
+        a=rtcp-rsize
+        a=rtcp-xr:rcvr-rtt=all
+        a=rtpmap:111 opus/48000/2
+        a=rtcp-fb:111 transport-cc
+        a=fmtp:111 minptime=10;useinbandfec=1
+        a=rtpmap:63 red/48000/2
+        a=fmtp:63 111/111
+        a=rtpmap:9 G722/8000
+        a=rtpmap:0 PCMU/8000
+        a=rtpmap:8 PCMA/8000
+        a=rtpmap:13 CN/8000
+        a=rtpmap:110 telephone-event/48000
+        a=rtpmap:126 telephone-event/8000
+        m=video 9 UDP/TLS/RTP/SAVPF 96 97 98 99 100 101 35 36 37 38 102 103 104 107 108 109 114 115 116 117 39 40 41 42 43 44 45 46 47 48 118 119 120 49
+        c=IN IP4 0.0.0.0
+        a=rtcp:9 IN IP4 0.0.0.0
+        a=ice-ufrag:EBD5
+        a=ice-pwd:hyUe+Ef7pEC6xKPeBFurepQM
+        a=ice-options:trickle
+        a=fingerprint:sha-256 34:37:79:13:87:A8:78:5F:5F:F9:4A:9E:51:7A:31:55:AD:58:FC:C5:C1:E2:28:AA:4D:DB:7B:B4:42:90:D7:E6
+        a=setup:actpass
+        a=mid:1
+        a=extmap:14 urn:ietf:params:rtp-hdrext:toffset
+        a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time
+        a=extmap:13 urn:3gpp:video-orientation
+        a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01
+        a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay
+        a=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/video-content-type
+        a=extmap:7 http://www.webrtc.org/experiments/rtp-hdrext/video-timing
+        a=extmap:8 http://www.webrtc.org/experiments/rtp-hdrext/color-space
+        a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+        a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id
+        a=extmap:11 urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id
+        a=recvonly
+        a=rtcp-mux
+        a=rtcp-rsize
+        a=rtcp-xr:rcvr-rtt=all
+        a=rtpmap:96 VP8/90000
+        a=rtcp-fb:96 goog-remb
+        a=rtcp-fb:96 transport-cc
+        a=rtcp-fb:96 ccm fir
+        a=rtcp-fb:96 nack
+        a=rtcp-fb:96 nack pli
+        a=rtpmap:97 rtx/90000
+        a=fmtp:97 apt=96
+        a=rtpmap:98 VP9/90000
+        a=rtcp-fb:98 goog-remb
+        a=rtcp-fb:98 transport-cc
+        a=rtcp-fb:98 ccm fir
+        a=rtcp-fb:98 nack
+        a=rtcp-fb:98 nack pli
+        a=fmtp:98 profile-id=0
+        a=rtpmap:99 rtx/90000
+        a=fmtp:99 apt=98
+        a=rtpmap:100 VP9/90000
+        a=rtcp-fb:100 goog-remb
+        a=rtcp-fb:100 transport-cc
+        a=rtcp-fb:100 ccm fir
+        a=rtcp-fb:100 nack
+        a=rtcp-fb:100 nack pli
+        a=fmtp:100 profile-id=2
+        a=rtpmap:101 rtx/90000
+        a=fmtp:101 apt=100
+        a=rtpmap:35 VP9/90000
+        a=rtcp-fb:35 goog-remb
+        a=rtcp-fb:35 transport-cc
+        a=rtcp-fb:35 ccm fir
+        a=rtcp-fb:35 nack
+        a=rtcp-fb:35 nack pli
+        a=fmtp:35 profile-id=1
+        a=rtpmap:36 rtx/90000
+        a=fmtp:36 apt=35
+        a=rtpmap:37 VP9/90000
+        a=rtcp-fb:37 goog-remb
+        a=rtcp-fb:37 transport-cc
+        a=rtcp-fb:37 ccm fir
+        a=rtcp-fb:37 nack
+        a=rtcp-fb:37 nack pli
+        a=fmtp:37 profile-id=3
+        a=rtpmap:38 rtx/90000
+        a=fmtp:38 apt=37
+        a=rtpmap:102 H264/90000
+        a=rtcp-fb:102 goog-remb
+        a=rtcp-fb:102 transport-cc
+        a=rtcp-fb:102 ccm fir
+        a=rtcp-fb:102 nack
+        a=rtcp-fb:102 nack pli
+        a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42001f
+        a=rtpmap:103 rtx/90000
+        a=fmtp:103 apt=102
+        a=rtpmap:104 H264/90000
+        a=rtcp-fb:104 goog-remb
+        a=rtcp-fb:104 transport-cc
+        a=rtcp-fb:104 ccm fir
+        a=rtcp-fb:104 nack
+        a=rtcp-fb:104 nack pli
+        a=fmtp:104 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=42001f
+        a=rtpmap:107 rtx/90000
+        a=fmtp:107 apt=104
+        a=rtpmap:108 H264/90000
+        a=rtcp-fb:108 goog-remb
+        a=rtcp-fb:108 transport-cc
+        a=rtcp-fb:108 ccm fir
+        a=rtcp-fb:108 nack
+        a=rtcp-fb:108 nack pli
+        a=fmtp:108 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f
+        a=rtpmap:109 rtx/90000
+        a=fmtp:109 apt=108
+        a=rtpmap:114 H264/90000
+        a=rtcp-fb:114 goog-remb
+        a=rtcp-fb:114 transport-cc
+        a=rtcp-fb:114 ccm fir
+        a=rtcp-fb:114 nack
+        a=rtcp-fb:114 nack pli
+        a=fmtp:114 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=42e01f
+        a=rtpmap:115 rtx/90000
+        a=fmtp:115 apt=114
+        a=rtpmap:116 H264/90000
+        a=rtcp-fb:116 goog-remb
+        a=rtcp-fb:116 transport-cc
+        a=rtcp-fb:116 ccm fir
+        a=rtcp-fb:116 nack
+        a=rtcp-fb:116 nack pli
+        a=fmtp:116 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=4d001f
+        a=rtpmap:117 rtx/90000
+        a=fmtp:117 apt=116
+        a=rtpmap:39 H264/90000
+        a=rtcp-fb:39 goog-remb
+        a=rtcp-fb:39 transport-cc
+        a=rtcp-fb:39 ccm fir
+        a=rtcp-fb:39 nack
+        a=rtcp-fb:39 nack pli
+        a=fmtp:39 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=4d001f
+        a=rtpmap:40 rtx/90000
+        a=fmtp:40 apt=39
+        a=rtpmap:41 H264/90000
+        a=rtcp-fb:41 goog-remb
+        a=rtcp-fb:41 transport-cc
+        a=rtcp-fb:41 ccm fir
+        a=rtcp-fb:41 nack
+        a=rtcp-fb:41 nack pli
+        a=fmtp:41 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=f4001f
+        a=rtpmap:42 rtx/90000
+        a=fmtp:42 apt=41
+        a=rtpmap:43 H264/90000
+        a=rtcp-fb:43 goog-remb
+        a=rtcp-fb:43 transport-cc
+        a=rtcp-fb:43 ccm fir
+        a=rtcp-fb:43 nack
+        a=rtcp-fb:43 nack pli
+        a=fmtp:43 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=f4001f
+        a=rtpmap:44 rtx/90000
+        a=fmtp:44 apt=43
+        a=rtpmap:45 AV1/90000
+        a=rtcp-fb:45 goog-remb
+        a=rtcp-fb:45 transport-cc
+        a=rtcp-fb:45 ccm fir
+        a=rtcp-fb:45 nack
+        a=rtcp-fb:45 nack pli
+        a=fmtp:45 level-idx=5;profile=0;tier=0
+        a=rtpmap:46 rtx/90000
+        a=fmtp:46 apt=45
+        a=rtpmap:47 AV1/90000
+        a=rtcp-fb:47 goog-remb
+        a=rtcp-fb:47 transport-cc
+        a=rtcp-fb:47 ccm fir
+        a=rtcp-fb:47 nack
+        a=rtcp-fb:47 nack pli
+        a=fmtp:47 level-idx=5;profile=1;tier=0
+        a=rtpmap:48 rtx/90000
+        a=fmtp:48 apt=47
+        a=rtpmap:118 red/90000
+        a=rtpmap:119 rtx/90000
+        a=fmtp:119 apt=118
+        a=rtpmap:120 ulpfec/90000
+        a=rtpmap:49 flexfec-03/90000
+        a=rtcp-fb:49 goog-remb
+        a=rtcp-fb:49 transport-cc
+        a=fmtp:49 repair-window=10000000
+        """)
+
+    /// aiortc 1.16.0: `pc = RTCPeerConnection(); pc.addTransceiver("audio", direction="recvonly");
+    /// pc.addTransceiver("video", direction="recvonly"); await pc.setLocalDescription(await pc.createOffer())`,
+    /// `pc.localDescription.sdp` (`.build/venv/bin/python3`). Candidates in every section and three
+    /// fingerprints; its own SSRCs (for its RTCP) with a FID group though it sends nothing;
+    /// H.264 only as 42001f and 42e01f, packetization-mode=1, with RTX; no rtcp-rsize.
+    public static let aiortcWHEP = crlf("""
+        v=0
+        o=- 4004868018 4004868018 IN IP4 0.0.0.0
+        s=-
+        t=0 0
+        a=group:BUNDLE 0 1
+        a=msid-semantic:WMS *
+        m=audio 48838 UDP/TLS/RTP/SAVPF 96 9 0 8
+        c=IN IP4 192.0.2.2
+        a=recvonly
+        a=extmap:1 urn:ietf:params:rtp-hdrext:sdes:mid
+        a=extmap:2 urn:ietf:params:rtp-hdrext:ssrc-audio-level
+        a=mid:0
+        a=msid:93a6088c-f7e8-4a18-9c9a-412bc3fe156b 8bc5b117-c5f6-4c47-987d-915637c89ad0
+        a=rtcp:9 IN IP4 0.0.0.0
+        a=rtcp-mux
+        a=ssrc:1304804297 cname:02dc4176-d301-4b94-b6e3-d152ef9372ed
+        a=rtpmap:96 opus/48000/2
+        a=rtpmap:9 G722/8000
+        a=rtpmap:0 PCMU/8000
+        a=rtpmap:8 PCMA/8000
+        a=candidate:f957a2332b1715da3b0ef8ba684454eb 1 udp 2130706431 192.0.2.2 48838 typ host
+        a=candidate:d0bcf3d9c29a2bc887618212a1623bfa 1 udp 2130706431 fd00::2 52304 typ host
+        a=end-of-candidates
+        a=ice-ufrag:cvdc
+        a=ice-pwd:T2f71lppnGJ76riyDkw7VB
+        a=fingerprint:sha-256 FA:7F:69:9E:8E:06:D9:BA:BD:DF:98:06:61:03:EB:09:F8:2C:F0:98:2F:CC:7C:06:8A:EF:70:E8:D6:55:D7:46
+        a=fingerprint:sha-384 1A:C3:31:18:A8:32:06:A5:D8:5A:C8:E5:D7:27:BA:E6:74:77:01:B6:E7:02:40:FF:5D:6F:19:7B:7E:C7:76:16:88:9D:BE:EC:DA:18:55:92:9C:F0:B5:51:A7:E0:6B:5B
+        a=fingerprint:sha-512 AF:0D:A4:3C:E1:F9:8F:D7:0F:C5:BF:63:DD:93:F5:41:0D:4F:3C:96:7F:00:E2:7E:82:58:D7:80:84:9B:54:D3:F9:E8:FA:2D:3B:78:0A:72:91:41:A6:EB:4A:12:5F:19:06:7A:89:BD:90:54:35:7A:41:1E:44:F2:21:37:F7:E3
+        a=setup:actpass
+        m=video 44213 UDP/TLS/RTP/SAVPF 97 98 99 100 101 102
+        c=IN IP4 192.0.2.2
+        a=recvonly
+        a=extmap:1 urn:ietf:params:rtp-hdrext:sdes:mid
+        a=extmap:3 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time
+        a=mid:1
+        a=msid:93a6088c-f7e8-4a18-9c9a-412bc3fe156b d405d870-d393-458f-b83f-8c397a79e1d4
+        a=rtcp:9 IN IP4 0.0.0.0
+        a=rtcp-mux
+        a=ssrc-group:FID 406599518 2927653326
+        a=ssrc:406599518 cname:02dc4176-d301-4b94-b6e3-d152ef9372ed
+        a=ssrc:2927653326 cname:02dc4176-d301-4b94-b6e3-d152ef9372ed
+        a=rtpmap:97 VP8/90000
+        a=rtcp-fb:97 nack
+        a=rtcp-fb:97 nack pli
+        a=rtcp-fb:97 goog-remb
+        a=rtpmap:98 rtx/90000
+        a=fmtp:98 apt=97
+        a=rtpmap:99 H264/90000
+        a=rtcp-fb:99 nack
+        a=rtcp-fb:99 nack pli
+        a=rtcp-fb:99 goog-remb
+        a=fmtp:99 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42001f
+        a=rtpmap:100 rtx/90000
+        a=fmtp:100 apt=99
+        a=rtpmap:101 H264/90000
+        a=rtcp-fb:101 nack
+        a=rtcp-fb:101 nack pli
+        a=rtcp-fb:101 goog-remb
+        a=fmtp:101 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f
+        a=rtpmap:102 rtx/90000
+        a=fmtp:102 apt=101
+        a=candidate:f957a2332b1715da3b0ef8ba684454eb 1 udp 2130706431 192.0.2.2 44213 typ host
+        a=candidate:d0bcf3d9c29a2bc887618212a1623bfa 1 udp 2130706431 fd00::2 58702 typ host
+        a=end-of-candidates
+        a=ice-ufrag:cvdc
+        a=ice-pwd:T2f71lppnGJ76riyDkw7VB
+        a=fingerprint:sha-256 FA:7F:69:9E:8E:06:D9:BA:BD:DF:98:06:61:03:EB:09:F8:2C:F0:98:2F:CC:7C:06:8A:EF:70:E8:D6:55:D7:46
+        a=fingerprint:sha-384 1A:C3:31:18:A8:32:06:A5:D8:5A:C8:E5:D7:27:BA:E6:74:77:01:B6:E7:02:40:FF:5D:6F:19:7B:7E:C7:76:16:88:9D:BE:EC:DA:18:55:92:9C:F0:B5:51:A7:E0:6B:5B
+        a=fingerprint:sha-512 AF:0D:A4:3C:E1:F9:8F:D7:0F:C5:BF:63:DD:93:F5:41:0D:4F:3C:96:7F:00:E2:7E:82:58:D7:80:84:9B:54:D3:F9:E8:FA:2D:3B:78:0A:72:91:41:A6:EB:4A:12:5F:19:06:7A:89:BD:90:54:35:7A:41:1E:44:F2:21:37:F7:E3
+        a=setup:actpass
+        """)
+}

@@ -343,15 +343,7 @@ private struct SDPAnswerWriter {
     let bundleMids: [String]
 
     func render() -> String {
-        var lines = [
-            "v=0",
-            "o=- \(options.sessionID & 0x7FFF_FFFF_FFFF_FFFF) 2 IN IP4 127.0.0.1",
-            "s=-",
-            "t=0 0",
-            // We never send checks; the browser, as the full agent, must control and nominate.
-            "a=ice-lite",
-        ]
-        if !bundleMids.isEmpty { lines.append("a=group:BUNDLE " + bundleMids.joined(separator: " ")) }
+        var lines = SDPAnswerSession.lines(sessionID: options.sessionID, bundleMids: bundleMids)
         for (index, section) in offer.media.enumerated() {
             if let media = accepted.first(where: { $0.index == index }) {
                 lines += acceptedSection(media, offered: section)
@@ -427,5 +419,15 @@ private struct SDPAnswerWriter {
         let kept = fmtp.split(separator: ";").map { $0.trimmingSDPWhitespace() }
             .filter { !$0.isEmpty && !$0.lowercased().hasPrefix("sprop-") }
         return kept.isEmpty ? nil : kept.joined(separator: ";")
+    }
+}
+
+/// The session part of every answer we write (WHIP's and WHEP's): ICE-lite (we never send
+/// checks; the peer, as the full agent, controls and nominates) and the BUNDLE group.
+enum SDPAnswerSession {
+    static func lines(sessionID: UInt64, bundleMids: [String]) -> [String] {
+        var lines = ["v=0", "o=- \(sessionID & 0x7FFF_FFFF_FFFF_FFFF) 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=ice-lite"]
+        if !bundleMids.isEmpty { lines.append("a=group:BUNDLE " + bundleMids.joined(separator: " ")) }
+        return lines
     }
 }
