@@ -27,6 +27,9 @@ final class WHIPDaemonTests: XCTestCase {
     func testChromiumCaptureTimesKeepFlashAndBeepInSync() throws {
         try run("chromium_capture_times_keep_flash_and_beep_in_sync", tools: ["chromium"])
     }
+    func testChromiumVP8CaptureTimesKeepFlashAndBeepInSync() throws {
+        try run("chromium_vp8_capture_times_keep_flash_and_beep_in_sync", tools: ["chromium"])
+    }
     func testChromiumSimulcastComposesTheLargestLayer() throws {
         try run("chromium_simulcast_composes_the_largest_layer", tools: ["chromium"])
     }

@@ -645,18 +645,22 @@ def matched_with_source(composite, source, tolerance=0.05):
     return aligned(delta)
 
 
-def chromium_flash_and_beep(d, capture_time, bound):
+def chromium_flash_and_beep(d, capture_time, bound, codec="h264"):
     """Headless Chromium publishes a blue picture with a 880 Hz tone, flashing white with a
     2 kHz beep at irregular instants about a second apart, from Y4M/WAV fake devices: the
     composite shows blue and the tone, and each flash and its beep are within `bound` s of
     each other once the offset the source itself carries (measured in the page) is taken out.
-    The time from the page's first frame to the composition's ACTIVE is reported."""
+    The time from the page's first frame to the composition's ACTIVE is reported. `codec`: the
+    video codec Chromium is made to send (h264: OpenH264; vp8: libvpx). WHIP_FLASH_SECONDS: how
+    long it publishes (default 16; the issue's measurement: 60)."""
     files = chromium_fixture(d, color="0,0,255", tone_hz=880, flash_gaps=",".join(str(f / 30) for f in FLASH_GAP_FRAMES),
                              duration=sum(FLASH_GAP_FRAMES) / 30, width=320, height=180)
     # Long enough an idle timeout for Chromium to start while the composition waits.
     d.reconfigure(idle=20.0, extra=dict(d.config_extra, logLevel=os.environ.get("WHIP_TEST_LOG_LEVEL", "info")))
     d.start()
-    arn, tok, browser = chromium_publishing(d, files, "browser", "--duration", "16", "--timeout", "90", "--measure-flash",
+    seconds = os.environ.get("WHIP_FLASH_SECONDS", "16")
+    arn, tok, browser = chromium_publishing(d, files, "browser", "--duration", seconds, "--timeout", str(int(seconds) + 74),
+                                            "--measure-flash", "--video-codec", codec, *(["--codec-only"] if codec != "h264" else []),
                                             *(["--capture-time"] if capture_time else []))
     active_at = None
     capture_times = 0.0
@@ -687,6 +691,8 @@ def chromium_flash_and_beep(d, capture_time, bound):
           f"codec {((result.get('outbound') or {}).get('video') or {}).get('codec')}; "
           f"abs-capture-time offered {result.get('capture_time_offered')}, audio packets with it {capture_times:.0f})")
     check(bool(result.get("capture_time_offered")) == capture_time, f"abs-capture-time offered: {result.get('capture_time_offered')}")
+    sent = (((result.get("outbound") or {}).get("video") or {}).get("codec") or "").lower()
+    check(sent == f"video/{codec}", f"Chromium sent {sent}, not video/{codec}")
     check((capture_times > 0) == capture_time, f"audio capture times received: {capture_times}")
     playlist = stop_and_read_recording(d, arn)
     # Between flashes (wherever they fall in the composite) the picture is blue, and the tone sounds.
@@ -742,6 +748,12 @@ def test_chromium_capture_times_keep_flash_and_beep_in_sync(d):
     setHeaderExtensionsToNegotiate): audio and video timed by the capture instants Chromium
     stamps on its packets, held to 40 ms."""
     chromium_flash_and_beep(d, capture_time=True, bound=0.040)
+
+
+def test_chromium_vp8_capture_times_keep_flash_and_beep_in_sync(d):
+    """chromium_flash_and_beep with VP8 (libvpx) and abs-capture-time, held to 40 ms: one media
+    path whatever the codec."""
+    chromium_flash_and_beep(d, capture_time=True, bound=0.040, codec="vp8")
 
 
 def test_chromium_simulcast_composes_the_largest_layer(d):

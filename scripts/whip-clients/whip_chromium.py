@@ -114,6 +114,8 @@ def main():
     p.add_argument("--capture-size", default="", help="WxH or WxH@FPS the page opens the fake camera at (default 640x360@30)")
     p.add_argument("--duration", type=float, default=10.0, help="seconds to publish after connecting")
     p.add_argument("--video-codec", choices=("h264", "vp8"), default="h264")
+    p.add_argument("--codec-only", action="store_true",
+                   help="offer no other video codec than --video-codec (a server preferring H.264 then gets VP8)")
     p.add_argument("--simulcast", default="", help="simulcast layers as rid:scaleResolutionDownBy,... in sendEncodings order (e.g. h:2,f:1)")
     p.add_argument("--pause-layer", default="", help="rid:from:to: set that simulcast layer inactive from..to seconds after connecting")
     p.add_argument("--measure-flash", action="store_true",
@@ -154,6 +156,7 @@ def main():
          "post": args.post_via, **({"simulcast": args.simulcast} if args.simulcast else {}),
          **({"pause": args.pause_layer} if args.pause_layer else {}),
          **({"measure": "flash"} if args.measure_flash else {}),
+         **({"only": "1"} if args.codec_only else {}),
          **({"captime": "1"} if args.capture_time else {}),
          **({"exchange": open(args.exchange_token).read().strip(), "exchange_after": args.exchange_after}
             if args.exchange_token else {}),
