@@ -65,6 +65,10 @@ public final class StageRenderer {
                 compositor.overlays = painter
             }
         }
+        if !change.audio.isEmpty || change.overlays != nil {
+            // Labels badge whom the producer muted in the mix too.
+            compositor.overlays?.mutedInMix = Set(mixer.settings.filter { $0.value.muted == true }.keys)
+        }
     }
 
     /// Brings the stage to output frame `tick`: the participants at its time, their pictures

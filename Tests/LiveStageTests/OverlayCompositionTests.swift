@@ -205,6 +205,33 @@ final class OverlayStage {
         }
     }
 
+    @Test("a participant muted in the mix (UpdateComposition's audio) gets the muted badge, and loses it unmuted")
+    func mutedInTheMixIsBadged() async throws {
+        try await onThreadChecking { expect in
+            let stage = try OverlayStage.makeStage(names: ["Alice", "Bob"], seconds: 2) { _ in "color=c=0x808080:size=320x180:rate=10" }
+            defer { try? FileManager.default.removeItem(at: stage) }
+            let composed = try OverlayStage(stage: stage, overlays: OverlayConfiguration(labels: LabelOverlay()))
+            // The badge is the only saturated red on a grey stage.
+            func badgePixels() -> Int {
+                let planes = composed.directed.canvas.yuvPlanes
+                var count = 0
+                for row in 0..<(planes.height / 2) {
+                    for column in 0..<(planes.width / 2) where planes.v[row * planes.vStride + column] > 190 { count += 1 }
+                }
+                return count
+            }
+            var counts: [Int] = []
+            for tick in Int64(0)..<9 {
+                if tick == 3 { composed.renderer.direct(CompositionDirection(audio: ["p1": ParticipantAudio(muted: true)])) }
+                if tick == 6 { composed.renderer.direct(CompositionDirection(audio: ["p1": ParticipantAudio(muted: false)])) }
+                try composed.render(tick)
+                counts.append(badgePixels())
+            }
+            expect.check(counts[0..<3].allSatisfy { $0 == 0 } && counts[3..<6].allSatisfy { $0 > 20 } && counts[6...].allSatisfy { $0 == 0 },
+                         "red chroma samples per frame: \(counts)")
+        }
+    }
+
     @Test("tesseract reads each participant's name from its tile")
     func labelsReadBack() async throws {
         try await onThreadChecking { expect in

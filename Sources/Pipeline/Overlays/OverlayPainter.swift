@@ -30,6 +30,9 @@ public final class OverlayPainter {
     private var banners: [BannerLayer] = []
     private var patches = CanvasPatches()
     private var patchRects: [Rect] = []
+    /// Participants the producer muted in the mix (UpdateComposition's `audio`): their labels
+    /// show the muted badge as if they had muted themselves.
+    public var mutedInMix: Set<String> = []
     /// Labels and banners set (for the benchmark and logs).
     public private(set) var textDrawings = 0
 
@@ -169,7 +172,8 @@ public final class OverlayPainter {
             let state = participants.first { $0.participantId == tile.participantId }
             let name = state.map { Self.name(of: $0, attribute: settings.attribute ?? "name") } ?? tile.participantId
             seenTiles.append(LabelledTile(rect: tile.rect, video: tile.content == .video, name: name,
-                                          muted: (settings.mutedBadge ?? true) && (state?.isAudioMuted ?? false)))
+                                          muted: (settings.mutedBadge ?? true)
+                                            && ((state?.isAudioMuted ?? false) || mutedInMix.contains(tile.participantId))))
         }
         guard seenTiles != labelledTiles else { return }
         swap(&seenTiles, &labelledTiles)
