@@ -74,9 +74,14 @@ struct CLIErrorTests {
                                         "--overlays", folder.appendingPathComponent("overlays.json").path])
         #expect(run.output.status == 0, "stderr: \(run.output.stderr)")
         // The first thumbnail (the first frame) has the blue logo in its top-left corner.
-        let thumbnails = (FileManager.default.subpaths(atPath: run.outDirectory.path) ?? []).filter { $0.hasSuffix(".jpg") }.sorted()
-        let first = try #require(thumbnails.first, "no thumbnail in \(run.outDirectory.path)")
-        let pixels = try runTool("ffmpeg", ["-v", "error", "-i", run.outDirectory.appendingPathComponent(first).path,
+        try Self.expectBlueCorner(in: run.outDirectory)
+    }
+
+    /// The first thumbnail under `folder` is blue at (12, 12) (a 32×32 blue logo at the top left).
+    static func expectBlueCorner(in folder: URL) throws {
+        let thumbnails = (FileManager.default.subpaths(atPath: folder.path) ?? []).filter { $0.hasSuffix(".jpg") }.sorted()
+        let first = try #require(thumbnails.first, "no thumbnail in \(folder.path)")
+        let pixels = try runTool("ffmpeg", ["-v", "error", "-i", folder.appendingPathComponent(first).path,
                                             "-vf", "crop=2:2:12:12", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
         let rgb = [UInt8](pixels.output)
         #expect(rgb.count == 12 && rgb[0] < 60 && rgb[1] < 60 && rgb[2] > 200, "pixel (12, 12) of \(first): \(rgb)")
@@ -98,12 +103,7 @@ struct CLIErrorTests {
         #expect(missing.output.status != 0 && missing.output.stderr.contains("directions[0].overlays.images[0].file"), "\(missing.output.stderr)")
         let run = try await runCompose(arguments + ["--overlay-directory", art.path])
         #expect(run.output.status == 0, "stderr: \(run.output.stderr)")
-        let thumbnails = (FileManager.default.subpaths(atPath: run.outDirectory.path) ?? []).filter { $0.hasSuffix(".jpg") }.sorted()
-        let first = try #require(thumbnails.first, "no thumbnail in \(run.outDirectory.path)")
-        let pixels = try runTool("ffmpeg", ["-v", "error", "-i", run.outDirectory.appendingPathComponent(first).path,
-                                            "-vf", "crop=2:2:12:12", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
-        let rgb = [UInt8](pixels.output)
-        #expect(rgb.count == 12 && rgb[0] < 60 && rgb[1] < 60 && rgb[2] > 200, "pixel (12, 12) of \(first): \(rgb)")
+        try Self.expectBlueCorner(in: run.outDirectory)
     }
 
     @Test("composition update --overlays: a bad description is refused before anything is sent, naming the file and the field")
