@@ -67,10 +67,13 @@ test-postgres: test-deps
 ## The tests whose outcome the store can change: lifecycle, restarts, sessions, participants,
 ## recordings, revocations, every operation (conformance), redundant ingest. Not the media
 ## interop and hostile-input tests (WHIP clients, floods, caps): nothing they check is stored.
-POSTGRES_LEG ?= (DaemonProcessTests|LiveDaemonTests|S3DaemonTests|ConformanceDaemonTests|RedundantIngestDaemonTests|WHIPDaemonTests/(testSessionRerenderMatchesTheLiveComposite|testWHIPHTTPRulesAndRefusals|testChromiumIsRecordedIndividually))
+POSTGRES_LEG ?= (DaemonProcessTests|LiveDaemonTests|ConformanceDaemonTests|RedundantIngestDaemonTests|WHIPDaemonTests/(testSessionRerenderMatchesTheLiveComposite|testWHIPHTTPRulesAndRefusals|testChromiumIsRecordedIndividually))
+## …and the S3 outage tests, beside them (they mostly wait: scripts/run-tests.sh).
+POSTGRES_LEG_BESIDE ?= ServerTests.S3DaemonTests
 test-postgres-daemons: test-deps
 	$(SWIFT) build --build-tests
-	@STAGE_COMPOSITOR_TEST_STORE=postgres SWIFT=$(SWIFT) scripts/run-tests.sh --skip-build --filter '$(POSTGRES_LEG)'
+	@STAGE_COMPOSITOR_TEST_STORE=postgres STAGE_COMPOSITOR_SIDE_TESTS='$(POSTGRES_LEG_BESIDE)' SWIFT=$(SWIFT) \
+	  scripts/run-tests.sh --skip-build --filter '$(POSTGRES_LEG)'
 
 ## The Debian package out/deb/stage-compositor_<version>_amd64.deb (scripts/build-deb.sh;
 ## packaging/): a release build with the Swift runtime linked statically, in its own SwiftPM

@@ -16,10 +16,15 @@ log=$(mktemp "${TMPDIR:-/tmp}/stage-compositor-test-XXXXXX.log")
 # outage tests hold a blackholed proxy for 60 s at a time, using little CPU. They run from the
 # test bundle in a process of their own (`swift test` holds SwiftPM's lock for its whole run),
 # their output kept apart and shown after the main run's. STAGE_COMPOSITOR_SIDE_TESTS: other
-# XCTest classes (comma-separated, `ServerTests.Class`), or empty for none.
-side=${STAGE_COMPOSITOR_SIDE_TESTS-ServerTests.S3DaemonTests}
+# XCTest classes (comma-separated, `ServerTests.Class`), or empty for none; with arguments
+# (a filtered run, e.g. the PostgreSQL leg) only when it is set, the arguments kept.
+if (($# == 0)); then
+  side=${STAGE_COMPOSITOR_SIDE_TESTS-ServerTests.S3DaemonTests}
+else
+  side=${STAGE_COMPOSITOR_SIDE_TESTS:-}
+fi
 side_pid=""
-if (($# == 0)) && [[ -n "$side" ]]; then
+if [[ -n "$side" ]]; then
   "$swift" build --build-tests 2>&1 | tee "$log" || exit 1
   bundle=$("$swift" build --show-bin-path)/stage-compositorPackageTests.xctest
   side_log="${log%.log}-side.log"
@@ -28,7 +33,9 @@ if (($# == 0)) && [[ -n "$side" ]]; then
   skips=()
   IFS=, read -r -a side_classes <<< "$side"
   for class in "${side_classes[@]}"; do skips+=(--skip "${class#*.}"); done
-  set -- --skip-build "${skips[@]}"
+  kept=()
+  for arg in "$@"; do [[ "$arg" == --skip-build ]] || kept+=("$arg"); done
+  set -- --skip-build "${skips[@]}" "${kept[@]}"
 fi
 "$swift" test "$@" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
