@@ -147,12 +147,19 @@ public final class AudioMixer {
         try encoder.prepareForWriting(frame)
         frame.writeFloatInterleaved(left: tapLeft, right: tapRight, count: size, pts: tapPosition)
         tapPosition += Int64(size)
-        tapCount -= size
-        if tapCount > 0 {
-            tapLeft.update(from: tapLeft + size, count: tapCount)
-            tapRight.update(from: tapRight + size, count: tapCount)
-        }
+        tapCount = Self.dropFront(size, of: tapCount, left: tapLeft, right: tapRight)
         return frame
+    }
+
+    /// Removes the first `count` of a stereo queue's `queued` samples; returns what is left.
+    private static func dropFront(_ count: Int, of queued: Int, left: UnsafeMutablePointer<Float>,
+                                  right: UnsafeMutablePointer<Float>) -> Int {
+        let remaining = queued - count
+        if remaining > 0 {
+            left.update(from: left + count, count: remaining)
+            right.update(from: right + count, count: remaining)
+        }
+        return remaining
     }
 
     /// Fills the encoder frame with the next `frameSize` samples if that many are queued (or,
@@ -163,11 +170,7 @@ public final class AudioMixer {
         try encoder.prepareForWriting(encoderFrame)
         encoderFrame.writeFloatPlanar(left: fifoLeft, right: fifoRight, count: available, pts: encodedSamples)
         encodedSamples += Int64(available)
-        fifoCount -= available
-        if fifoCount > 0 {
-            fifoLeft.update(from: fifoLeft + available, count: fifoCount)
-            fifoRight.update(from: fifoRight + available, count: fifoCount)
-        }
+        fifoCount = Self.dropFront(available, of: fifoCount, left: fifoLeft, right: fifoRight)
         return encoderFrame
     }
 }
