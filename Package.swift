@@ -223,7 +223,7 @@ let package = Package(
             name: "Server",
             dependencies: ["Composition", "APIModels", "Persistence", "PostgresStore", "Fleet", "Lifecycle", "Events", "Pipeline", "Destinations", "LiveStage", "IngestServer",
                            "CBuildInfo",
-                           "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal",
+                           "ParticipantTokens", "WebRTCIngest", "WebRTCSecurity", "WebRTCPublisher", "WebRTCSignal", "WHEP", "WebRTCMedia",
                            "Auth", "EventSinks", "Stages", "Storage", "HLS", "Layout", "MediaCore", "FFmpeg", "ParticipantRecording",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -174,6 +174,9 @@ public struct Composition: Codable, Hashable, Sendable {
     /// Extension (not in the IVS model): the overlays in force (StartComposition's, then each
     /// UpdateComposition's), as `layout` is the layout in force; absent when none were given.
     public var overlays: OverlayConfiguration?
+    /// Extension: where a WHEP player POSTs its offer to watch the composition live
+    /// (`…/whep/composition/<id>`), while it is STARTING or ACTIVE on a server with WHIP on.
+    public var whepUrl: String?
 
     public init(arn: String, stageArn: String, state: CompositionState, layout: LayoutConfiguration,
                 destinations: [Destination], tags: Tags? = nil, startTime: APITimestamp? = nil, endTime: APITimestamp? = nil,

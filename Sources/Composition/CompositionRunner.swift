@@ -109,11 +109,13 @@ public final class CompositionRunner {
     public let channelSink: RTMPChannelSink?
 
     /// `channelEvents` receives the channel destination's events (on its sender thread);
-    /// `clock` times its reconnect backoff; `director` brings a producer's changes while it runs.
+    /// `clock` times its reconnect backoff; `director` brings a producer's changes while it runs;
+    /// `viewers` is one more sink (WHEP playback).
     public init(plan: CompositionPlan, source: any StageSource, duration: MediaTime? = nil, logger: Logger,
                 clock: any MediaClock = SystemMediaClock(), director: CompositionDirector? = nil,
                 observer: @escaping (SessionEvent) -> Void = { _ in },
-                channelEvents: @escaping @Sendable (ChannelEvent) -> Void = { _ in }) throws(PipelineError) {
+                channelEvents: @escaping @Sendable (ChannelEvent) -> Void = { _ in },
+                viewers: (any PacketSink)? = nil) throws(PipelineError) {
         var sinks: [any PacketSink] = []
         let audio = AudioEncoderSettings()
         if let recording = plan.recording {
@@ -144,6 +146,8 @@ public final class CompositionRunner {
         } else {
             channelSink = nil
         }
+        // Live viewers (WHEP) take the same encode.
+        if let viewers { sinks.append(viewers) }
         var settings = CompositionSettings(video: plan.videoSettings, audio: audio,
                                            layout: plan.layout.makeEngine(), duration: duration, tuning: plan.tuning,
                                            stageChangeTransitionMs: plan.layout.transitionMs ?? 0, director: director,

@@ -27,16 +27,39 @@ public final class WHEPFeed: PacketSink, @unchecked Sendable {
     private var videoTimeBase = Rational(1, 90_000)
     private var audioPacketizer = OpusPacketizer()
     private var bytes: [UInt8] = []
+    /// The composition time (µs) of the first frame and the clock's time then: every
+    /// viewer's sender reports are anchored on it.
+    private var epoch: (media: Int64, time: Int64)?
+
+    private func epoch(at pts: MediaTime, now: Int64) -> (media: Int64, time: Int64) {
+        if let epoch { return epoch }
+        let first = (media: pts.microsecondsValue, time: now)
+        epoch = first
+        return first
+    }
     /// Access units that could not be packetized (malformed; never expected from our encoder).
     public private(set) var packetizingFailures = 0
 
+    /// Called after each frame handed to the viewers (the transport sends what is due).
+    private let wake: @Sendable () -> Void
+    private let parameterSets = Mutex<[UInt8]?>(nil)
+
     /// `clock`: µs, the clock the transport polls the outlets on.
-    public init(name: String, director: CompositionDirector?, maxViewers: Int = 50, clock: @escaping @Sendable () -> Int64) {
+    public init(name: String, director: CompositionDirector?, maxViewers: Int = 50, clock: @escaping @Sendable () -> Int64,
+                wake: @escaping @Sendable () -> Void = {}) {
         self.name = name
         self.director = director
         self.maxViewers = maxViewers
         self.clock = clock
+        self.wake = wake
     }
+
+    /// The encoder's sequence parameter set (header byte first), once it has started: what
+    /// the viewers' answers declare.
+    public var sequenceParameterSet: [UInt8]? { parameterSets.withLock { $0 } }
+
+    /// Whether the composition's output has ended (no viewer can join).
+    public var isEnded: Bool { ended.load(ordering: .acquiring) }
 
     public enum AdmissionError: Error, Equatable { case full(limit: Int), ended }
 
@@ -85,6 +108,7 @@ public final class WHEPFeed: PacketSink, @unchecked Sendable {
         if !extradata.isEmpty, let sets = try? H264ParameterSets(extradata: extradata) {
             videoPacketizer.setParameterSets(sets)
             videoFormat = sets.accessUnitFormat
+            parameterSets.withLock { $0 = sets.sequenceParameterSets.first }
         }
     }
 
@@ -96,10 +120,13 @@ public final class WHEPFeed: PacketSink, @unchecked Sendable {
         do {
             let frame = try videoPacketizer.packetize(bytes, format: videoFormat, pts: MediaTime(ticks: packet.pts, timeBase: videoTimeBase))
             let now = clock()
+            let pts = MediaTime(ticks: packet.pts, timeBase: videoTimeBase)
+            let epoch = epoch(at: pts, now: now)
             var waiting = false
-            for viewer in viewers where viewer.enqueue(frame, now: now) != .queued { waiting = true }
+            for viewer in viewers where viewer.enqueue(frame, now: now, epoch: epoch) != .queued { waiting = true }
             // A viewer behind or waiting for a keyframe: ask for one (the composition spaces them).
             if waiting, !frame.isKeyframe { director?.requestKeyframe() }
+            wake()
         } catch {
             packetizingFailures += 1
         }
@@ -111,16 +138,26 @@ public final class WHEPFeed: PacketSink, @unchecked Sendable {
         let viewers = currentOutlets()
         guard !viewers.isEmpty else { return }
         do {
-            let frame = try audioPacketizer.packetize(packet.bytes, pts: MediaTime(ticks: packet.pts, timeBase: Rational(1, 48_000)))
+            let pts = MediaTime(ticks: packet.pts, timeBase: Rational(1, 48_000))
+            let frame = try audioPacketizer.packetize(packet.bytes, pts: pts)
             let now = clock()
-            for viewer in viewers { viewer.enqueue(frame, now: now) }
+            let epoch = epoch(at: pts, now: now)
+            for viewer in viewers { viewer.enqueue(frame, now: now, epoch: epoch) }
+            wake()
         } catch {
             packetizingFailures += 1
         }
     }
 
     public func finish(failure: String?) throws(PipelineError) {
+        close()
+    }
+
+    /// No more frames: every viewer's outlet ends (the transport then ends its session), and
+    /// no viewer can join. Also when the composition ends before its pipeline started.
+    public func close() {
         ended.store(true, ordering: .releasing)
         for outlet in outlets.withLock({ $0 }) { outlet.end() }
+        wake()
     }
 }

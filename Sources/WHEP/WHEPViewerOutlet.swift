@@ -12,18 +12,15 @@ public struct WHEPViewerStreams: Sendable, Equatable {
     public var video: RTPSendStreamConfiguration
     public var audio: RTPSendStreamConfiguration
     public var cname: String
+    /// False when the viewer offered no audio: the mix's packets and reports are not sent.
+    public var sendsAudio: Bool
 
-    public init(video: RTPSendStreamConfiguration, audio: RTPSendStreamConfiguration, cname: String) {
+    public init(video: RTPSendStreamConfiguration, audio: RTPSendStreamConfiguration, cname: String, sendsAudio: Bool = true) {
+        self.sendsAudio = sendsAudio
         self.video = video
         self.audio = audio
         self.cname = cname
     }
-}
-
-/// A datagram to protect (SRTP or SRTCP) and send.
-public struct WHEPDatagram: Sendable, Equatable {
-    public var bytes: [UInt8]
-    public var isRTCP: Bool
 }
 
 /// What a viewer has been sent and dropped, for metrics and logs.
@@ -36,7 +33,7 @@ public struct WHEPViewerCounters: Sendable, Equatable {
     public var keyframeRequests: Int64 = 0
 }
 
-public final class WHEPViewerOutlet: Sendable {
+public final class WHEPViewerOutlet: ViewerMediaSource {
     private struct State {
         var pacer: ViewerPacer
         var video: RTPSendStream
@@ -46,6 +43,7 @@ public final class WHEPViewerOutlet: Sendable {
         var feedback: ViewerFeedbackReader
         var counters = WHEPViewerCounters()
         var ended = false
+        var anchored = false
     }
 
     private let state: Mutex<State>
@@ -67,11 +65,23 @@ public final class WHEPViewerOutlet: Sendable {
     public var isEnded: Bool { state.withLock { $0.ended } }
 
     /// A frame of the composition (the composition thread). Whether the viewer takes it,
-    /// skips it (waiting for a keyframe) or drops its backlog is the pacer's.
+    /// skips it (waiting for a keyframe) or drops its backlog is the pacer's. `epoch` ties the
+    /// composition's time to the transport's clock (µs of each): both streams' sender reports
+    /// are anchored on it, so they say when audio and video of one instant were composed (not
+    /// when each was sent: the video encode takes longer than the audio's).
     @discardableResult
-    public func enqueue(_ frame: PacketizedFrame, now: Int64) -> PacerAdmission {
-        state.withLock { state in
+    public func enqueue(_ frame: PacketizedFrame, now: Int64, epoch: (media: Int64, time: Int64)? = nil) -> PacerAdmission {
+        if frame.mediaType == .audio, !streams.sendsAudio { return .queued }
+        return state.withLock { state in
             guard !state.ended else { return .skippedUntilKeyframe }
+            if let epoch, !state.anchored {
+                state.anchored = true
+                let rate = MediaTime.microseconds
+                state.video.setClockAnchor(RTPClockAnchor(
+                    timestamp: rate.rescale(epoch.media, to: Rational(1, Int64(streams.video.clockRate))), time: epoch.time))
+                state.audio.setClockAnchor(RTPClockAnchor(
+                    timestamp: rate.rescale(epoch.media, to: Rational(1, Int64(streams.audio.clockRate))), time: epoch.time))
+            }
             let admission = state.pacer.enqueue(frame, now: now)
             switch admission {
             case .queued: break
@@ -103,7 +113,7 @@ public final class WHEPViewerOutlet: Sendable {
                 out.append(WHEPDatagram(bytes: report, isRTCP: true))
                 state.counters.senderReports += 1
             }
-            if let report = try? state.audioReports.poll(now: now, stream: state.audio) {
+            if streams.sendsAudio, let report = try? state.audioReports.poll(now: now, stream: state.audio) {
                 out.append(WHEPDatagram(bytes: report, isRTCP: true))
                 state.counters.senderReports += 1
             }
@@ -144,7 +154,7 @@ public final class WHEPViewerOutlet: Sendable {
     /// When the transport should ask again (µs on the same clock), nil when nothing waits.
     public func nextDeadline(now: Int64) -> Int64? {
         state.withLock { state in
-            [state.pacer.nextDeadline(now: now), state.videoReports.nextDeadline, state.audioReports.nextDeadline]
+            [state.pacer.nextDeadline(now: now), state.videoReports.nextDeadline, streams.sendsAudio ? state.audioReports.nextDeadline : nil]
                 .compactMap { $0 }.min()
         }
     }

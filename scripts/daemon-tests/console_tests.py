@@ -377,14 +377,45 @@ def test_console_directs_a_live_stage(d):
         page.wait("Alice muted", f"""document.querySelector({js(f'{card} .mix [data-key={js(ids["alice"])}] [data-action="mute"]')})
             .textContent === 'Unmute' && document.getElementById('status').textContent.includes('muted')""")
 
-        # The player: WHEP when the daemon serves it; until then, said so.
+        # The player: the composite over WHEP, in the page.
         page.click(f'{card} [data-action="play"]')
         playback = page.wait("the player's answer", f"""(() => {{ const s = document.querySelector({js(card + ' .player-status')}).textContent;
             return /not available|Playing|failed/.test(s) ? s : null; }})()""")
         print(f"console: player of {composition_id}: {playback}")
-        check("failed" not in playback, f"the player: {playback}")
-        if "Playing" in playback:
-            page.wait("video frames", f"document.querySelector({js(card + ' video')}).videoWidth > 0")
+        check("Playing" in playback, f"the player: {playback}")
+        page.wait("video frames", f"document.querySelector({js(card + ' video')}).videoWidth > 0")
+        # Feature Alice, clicked while it plays: the picture in the player changes within a
+        # second (her tile becomes the large one). (Not PiP: with no participant flagged by a
+        # pipParticipantAttribute, IVS's PiP is the featured grid, the same picture here.) The
+        # page samples the video (32x18) before the click and every 10 ms after it, until 3 % of
+        # its pixels changed by more than 150 levels (sum of R, G, B).
+        time.sleep(1.0)
+        changed_after = page.evaluate(f"""new Promise((resolve) => {{
+            const video = document.querySelector({js(card + ' video')});
+            const canvas = document.createElement('canvas');
+            canvas.width = 32; canvas.height = 18;
+            const g = canvas.getContext('2d', {{ willReadFrequently: true }});
+            const sample = () => {{ g.drawImage(video, 0, 0, 32, 18); return g.getImageData(0, 0, 32, 18).data; }};
+            const before = sample();
+            const clicked = performance.now();
+            document.querySelector({js(f'{card} .mix [data-key={js(ids["alice"])}] [data-action="feature"]')}).click();
+            const poll = () => {{
+                const now = sample();
+                let changed = 0;
+                for (let i = 0; i < now.length; i += 4) {{
+                    if (Math.abs(now[i] - before[i]) + Math.abs(now[i + 1] - before[i + 1]) + Math.abs(now[i + 2] - before[i + 2]) > 150) changed++;
+                }}
+                if (changed >= 0.03 * now.length / 4) resolve(performance.now() - clicked);
+                else if (performance.now() - clicked > 5000) resolve('no change: ' + Array.from(before.slice(0, 64)).join(',') + ' / ' + Array.from(now.slice(0, 64)).join(',') + ' ' + video.currentTime + ' ' + video.paused);
+                else setTimeout(poll, 10);
+            }};
+            poll();
+        }})""")
+        print(f"console: Alice featured while playing: the picture changed {changed_after} ms after the click")
+
+        check(isinstance(changed_after, (int, float)) and changed_after <= 1000,
+              f"the playing video changed {changed_after} ms after the click; layout now "
+              f"{api(d, 'GetComposition', {'arn': arn})['composition']['layout']}")
 
         shot = page.screenshot("console-1280x720.png")
         print(f"console: screenshot 1280x720: {shot}")

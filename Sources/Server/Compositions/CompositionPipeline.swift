@@ -13,6 +13,7 @@ import Stages
 import Storage
 import Synchronization
 public import Composition
+public import WHEP
 
 /// Everything a pipeline needs: where the stage's media comes from and what to make of it
 /// (CompositionPlanner's plan, as the runner takes it).
@@ -62,12 +63,15 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
     let realTime: Bool
     /// Live stages' publishers.
     let hub: LiveStageHub?
+    /// Each composition's WHEP viewers.
+    let viewers: WHEPFeeds?
 
     /// - Parameter realTime: false composes as fast as possible (tests only).
-    public init(metrics: ServerMetrics?, realTime: Bool = true, hub: LiveStageHub? = nil) {
+    public init(metrics: ServerMetrics?, realTime: Bool = true, hub: LiveStageHub? = nil, viewers: WHEPFeeds? = nil) {
         self.metrics = metrics
         self.realTime = realTime
         self.hub = hub
+        self.viewers = viewers
     }
 
     final class StopFlag: PipelineHandle {
@@ -85,8 +89,13 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
         let metrics = self.metrics
         let realTime = self.realTime
         let hub = self.hub
+        // Viewers may join while the composition waits for its first publisher.
+        let feeds = viewers
+        let feed = feeds?.makeFeed(compositionId: job.compositionId, director: stop.director)
         let thread = Thread {
-            let failure = Self.run(job, logger: logger, stop: stop, metrics: metrics, realTime: realTime, hub: hub, report: report)
+            let failure = Self.run(job, logger: logger, stop: stop, metrics: metrics, realTime: realTime, hub: hub, viewers: feed,
+                                   report: report)
+            if let feed { feeds?.unregister(compositionId: job.compositionId, feed: feed) }
             report(.finished(failure: failure))
         }
         thread.name = "composition-\(job.compositionId)"
@@ -97,7 +106,7 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
 
     /// The pipeline thread's body; returns the failure, nil after a clean stop.
     static func run(_ job: PipelineJob, logger: Logger, stop: StopFlag, metrics: ServerMetrics?, realTime: Bool,
-                    hub: LiveStageHub?, report: @escaping @Sendable (PipelineReport) -> Void) -> String? {
+                    hub: LiveStageHub?, viewers: WHEPFeed? = nil, report: @escaping @Sendable (PipelineReport) -> Void) -> String? {
         do {
             let source: any StageSource
             var live: LiveStageSource?
@@ -118,7 +127,8 @@ public struct ThreadedPipelineLauncher: CompositionPipelineLauncher {
             let channelId = job.plan.channel?.destinationId ?? ""
             let runner = try CompositionRunner(plan: job.plan, source: source, duration: nil, logger: logger, director: stop.director,
                                                observer: { event in report(.session(event)) },
-                                               channelEvents: { event in report(.channel(destinationId: channelId, event)) })
+                                               channelEvents: { event in report(.channel(destinationId: channelId, event)) },
+                                               viewers: viewers)
             var lastFrames: Int64 = 0
             var lastLagged: Int64 = 0
             var workStarted: Int64 = 0

@@ -35,7 +35,12 @@ extension ControlPlane {
             return try APIJSON.encode(UpdateCompositionResponse(composition: try await manager.update(request, overlays: overlays)))
         case .getComposition:
             let request = try decode(GetCompositionRequest.self, body)
-            return try APIJSON.encode(GetCompositionResponse(composition: try await manager.composition(arn: request.arn)))
+            var composition = try await manager.composition(arn: request.arn)
+            if composition.state == .starting || composition.state == .active,
+               let id = IVSARN(parsing: composition.arn)?.resourceID {
+                composition.whepUrl = configuration.whepEndpoint(compositionId: id)
+            }
+            return try APIJSON.encode(GetCompositionResponse(composition: composition))
         case .listCompositions:
             let request = try decode(ListCompositionsRequest.self, body)
             let page = try await storePage(request, .listCompositions, key: \.arn) { after, limit throws(APIError) in

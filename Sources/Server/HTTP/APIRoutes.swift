@@ -44,6 +44,8 @@ public struct APIRoutes: Sendable {
     let operation: @Sendable (APIOperation.Route, String, Data, Bool) async throws(APIError) -> Data
     /// WHIP (`/whip/...`): bearer tokens, not SigV4. Takes the client's IP address.
     var whip: (@Sendable (Request, String) async -> Response)?
+    /// WHEP (`/whep/...`): bearer tokens or SigV4, checked by the endpoint. Takes the client's IP address.
+    var whep: (@Sendable (Request, String) async -> Response)?
     /// WHIP sessions open and refused by its caps, for /metrics.
     var whipSessionCounts: (@Sendable () -> (open: Int, refused: Int64))?
     /// The fleet's shared secret: a call signed with it (FleetCallSignature) is another node
@@ -64,7 +66,8 @@ public struct APIRoutes: Sendable {
     init(maxBodyBytes: Int, authenticator: any RequestAuthenticator, registry: PrometheusCollectorRegistry, metrics: ServerMetrics,
          logger: Logger, operation: @escaping @Sendable (APIOperation.Route, String, Data, Bool) async throws(APIError) -> Data,
          whip: (@Sendable (Request, String) async -> Response)? = nil,
-         whipSessionCounts: (@Sendable () -> (open: Int, refused: Int64))? = nil, fleetSecret: String? = nil,
+         whipSessionCounts: (@Sendable () -> (open: Int, refused: Int64))? = nil,
+         whep: (@Sendable (Request, String) async -> Response)? = nil, fleetSecret: String? = nil,
          claimFleetNonce: (@Sendable (String, Int64) async -> Bool)? = nil, metricsBearerToken: String? = nil,
          connectionLimiters: [(listener: String, limiter: ConnectionLimiter)] = []) {
         self.maxBodyBytes = maxBodyBytes
@@ -75,6 +78,7 @@ public struct APIRoutes: Sendable {
         self.operation = operation
         self.whip = whip
         self.whipSessionCounts = whipSessionCounts
+        self.whep = whep
         self.fleetSecret = fleetSecret
         self.claimFleetNonce = claimFleetNonce
         self.metricsBearerToken = metricsBearerToken
@@ -101,6 +105,17 @@ public struct APIRoutes: Sendable {
                         return WHIPResponses.plain(.notFound, "WHIP publishing is disabled on this server (ingest.whip.enabled)")
                     }
                     return await whip(request, context.remoteAddress?.ipAddress ?? "?")
+                }
+            }
+        }
+        let whep = self.whep
+        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options] {
+            for path in ["/whep", "/whep/**"] {
+                router.on(RouterPath(path), method: method) { request, context in
+                    guard let whep else {
+                        return WHIPResponses.plain(.notFound, "WHEP playback is disabled on this server (it rides on ingest.whip.enabled)")
+                    }
+                    return await whep(request, context.remoteAddress?.ipAddress ?? "?")
                 }
             }
         }

@@ -22,6 +22,7 @@ import WebRTCIngest
 import WebRTCPublisher
 import WebRTCSecurity
 import WebRTCSignal
+import WHEP
 import NIOSSL
 import HummingbirdCore
 import HummingbirdTLS
@@ -150,7 +151,10 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     let hub = LiveStageHub(clock: dependencies.liveClock, settings: LiveMediaSettings(
         latency: Int64(ingest.latencyMs) * 1000, minimumLatency: Int64(ingest.minimumLatencyMs) * 1000, videoStoppedAfter: Int64(ingest.videoStoppedAfterSeconds * 1_000_000),
         keyframeCacheBytes: ingest.keyframeCacheBytes, keyframeCachePackets: ingest.keyframeCachePackets))
-    let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics, hub: hub)
+    let liveClock = HubClockReading(clock: hub.clock)
+    let viewerFeeds = WHEPFeeds(maxViewersPerComposition: configuration.ingest.whip.maxViewersPerComposition,
+                                clock: { liveClock.nowMicroseconds() })
+    let launcher = dependencies.launcher ?? ThreadedPipelineLauncher(metrics: metrics, hub: hub, viewers: viewerFeeds)
     var events: any EventSink
     var eventServices: [any Service] = []
     if let given = dependencies.events {
@@ -184,27 +188,27 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     if let given {
         return try await makeApplication(configuration: configuration, store: given, events: events,
                                          eventServices: services + eventServices,
-                                         authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
+                                         authenticator: authenticator, launcher: launcher, hub: hub, viewerFeeds: viewerFeeds, metrics: metrics,
                                          dependencies: dependencies, fleet: fleet, outbox: fleetOutbox)
     }
     if dependencies.inMemoryStore {
         return try await makeApplication(configuration: configuration, store: InMemoryCompositionStore(), events: events,
                                          eventServices: eventServices, authenticator: authenticator,
-                                         launcher: launcher, hub: hub, metrics: metrics, dependencies: dependencies)
+                                         launcher: launcher, hub: hub, viewerFeeds: viewerFeeds, metrics: metrics, dependencies: dependencies)
     }
     try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
                                             attributes: [.posixPermissions: 0o700])
     let store = try SQLiteCompositionStore(path: configuration.databasePath)
     logger.info("state store opened", metadata: ["path": "\(configuration.databasePath)"])
     return try await makeApplication(configuration: configuration, store: store, events: events, eventServices: eventServices,
-                                     authenticator: authenticator, launcher: launcher, hub: hub, metrics: metrics,
+                                     authenticator: authenticator, launcher: launcher, hub: hub, viewerFeeds: viewerFeeds, metrics: metrics,
                                      dependencies: dependencies)
 }
 
 func makeApplication<Store: CompositionStore>(
     configuration: ServerConfiguration, store: Store, events: any EventSink, eventServices: [any Service],
     authenticator: any RequestAuthenticator, launcher: any CompositionPipelineLauncher, hub: LiveStageHub,
-    metrics: ServerMetrics, dependencies: ServerDependencies, fleet: FleetContext? = nil, outbox: FleetEventOutbox? = nil
+    viewerFeeds: WHEPFeeds, metrics: ServerMetrics, dependencies: ServerDependencies, fleet: FleetContext? = nil, outbox: FleetEventOutbox? = nil
 ) async throws -> Application<RouterResponder<ServerRequestContext>> {
     var mayWrite: (@Sendable () -> Bool)?
     if let member = fleet?.member { mayWrite = { member.isOwner } }
@@ -266,6 +270,11 @@ func makeApplication<Store: CompositionStore>(
         whip = (server, WHIPEndpoint(configuration: configuration, store: store, runtime: runtime, media: server, tokens: authority,
                                      wallClock: Date.init, logger: dependencies.logger))
     }
+    let whep = whip.map { whip in
+        viewerFeeds.connect { [server = whip.server] in server.wakeViewers() }
+        return WHEPEndpoint(configuration: configuration, store: store, runtime: runtime, media: whip.server, feeds: viewerFeeds,
+                            tokens: whip.endpoint.tokens, authenticator: authenticator, wallClock: Date.init, logger: dependencies.logger)
+    }
     let controlPlane = ControlPlane(configuration: configuration, store: store, manager: manager, runtime: runtime, tokens: tokens)
     let endpoint = whip?.endpoint
     let listen = configuration.listen
@@ -281,6 +290,9 @@ func makeApplication<Store: CompositionStore>(
             { request, client in await endpoint.respond(to: request, clientAddress: client) }
         },
         whipSessionCounts: whip.map { whip -> @Sendable () -> (open: Int, refused: Int64) in { whip.server.sessionCounts } },
+        whep: whep.map { endpoint -> @Sendable (Request, String) async -> Response in
+            { request, client in await endpoint.respond(to: request, clientAddress: client) }
+        },
         fleetSecret: configuration.database.fleet?.secret,
         claimFleetNonce: { [store, logger = dependencies.logger] nonce, until in
             do {
@@ -292,6 +304,12 @@ func makeApplication<Store: CompositionStore>(
         },
         metricsBearerToken: configuration.metrics.bearerToken,
         connectionLimiters: [("api", limiter)] + (ingestServer.map { [("ingest", $0.limiter)] } ?? []))
+    if let server = whip?.server {
+        routes.onMetricsRead.append {
+            let counts = server.viewerSessionCounts
+            metrics.recordConnections(listener: "whep", open: counts.open, refused: counts.refused)
+        }
+    }
     if let member = fleet?.member {
         routes.onMetricsRead.append {
             let backlog = outbox?.backlog ?? (0, 0)
@@ -371,7 +389,8 @@ func makeWebRTCIngestServer(configuration: ServerConfiguration, hub: LiveStageHu
                                                  advertisedPort: whip.advertisedPort, session: session,
                                                  maxSessions: whip.maxSessions, maxSessionsPerAddress: whip.maxSessionsPerAddress,
                                                  acceptSimulcast: whip.acceptSimulcast,
-                                                 simulcastLayerFitsTiles: whip.simulcastLayerFitsTiles),
+                                                 simulcastLayerFitsTiles: whip.simulcastLayerFitsTiles,
+                                                 maxViewers: whip.maxViewers, maxViewersPerAddress: whip.maxViewersPerAddress),
         certificate: try DTLSCertificate.generate(), clock: HubClockReading(clock: hub.clock),
         observer: WHIPMetricsObserver(metrics: metrics), logger: whipLogger)
 }

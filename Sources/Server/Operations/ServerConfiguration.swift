@@ -361,12 +361,21 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
             /// DTLS datagrams one session may make us process: a burst, then so many per second.
             public var dtlsDatagramBurst: Int
             public var dtlsDatagramsPerSecond: Int
+            /// WHEP viewers (`/whep/composition/<id>`, on the same UDP socket): at once, per
+            /// client address, and per composition; beyond any, a POST gets 429.
+            public var maxViewers: Int
+            public var maxViewersPerAddress: Int
+            public var maxViewersPerComposition: Int
 
             public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 1937, advertisedHost: String? = nil,
                         advertisedPort: Int? = nil, consentTimeoutSeconds: Double = 30, publicURL: String? = nil,
                         acceptSimulcast: Bool = true, simulcastLayerFitsTiles: Bool = true, maxSessions: Int = 256,
                         maxSessionsPerAddress: Int = 32, maxStreamsPerSession: Int = 16, dtlsDatagramBurst: Int = 24,
-                        dtlsDatagramsPerSecond: Int = 8) {
+                        dtlsDatagramsPerSecond: Int = 8, maxViewers: Int = 500, maxViewersPerAddress: Int = 64,
+                        maxViewersPerComposition: Int = 50) {
+                self.maxViewers = maxViewers
+                self.maxViewersPerAddress = maxViewersPerAddress
+                self.maxViewersPerComposition = maxViewersPerComposition
                 self.simulcastLayerFitsTiles = simulcastLayerFitsTiles
                 self.maxStreamsPerSession = maxStreamsPerSession
                 self.dtlsDatagramBurst = dtlsDatagramBurst
@@ -400,6 +409,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
                 maxStreamsPerSession = try c.decodeIfPresent(Int.self, forKey: .maxStreamsPerSession) ?? d.maxStreamsPerSession
                 dtlsDatagramBurst = try c.decodeIfPresent(Int.self, forKey: .dtlsDatagramBurst) ?? d.dtlsDatagramBurst
                 dtlsDatagramsPerSecond = try c.decodeIfPresent(Int.self, forKey: .dtlsDatagramsPerSecond) ?? d.dtlsDatagramsPerSecond
+                maxViewers = try c.decodeIfPresent(Int.self, forKey: .maxViewers) ?? d.maxViewers
+                maxViewersPerAddress = try c.decodeIfPresent(Int.self, forKey: .maxViewersPerAddress) ?? d.maxViewersPerAddress
+                maxViewersPerComposition = try c.decodeIfPresent(Int.self, forKey: .maxViewersPerComposition) ?? d.maxViewersPerComposition
             }
         }
 
@@ -838,6 +850,10 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if let host = i.whip.advertisedHost, !Self.isIPAddress(host) {
             problems.append("ingest.whip.advertisedHost: \(host) is not an IP address (ICE candidates carry addresses)")
         }
+        for (key, value) in [("maxViewers", i.whip.maxViewers), ("maxViewersPerAddress", i.whip.maxViewersPerAddress),
+                             ("maxViewersPerComposition", i.whip.maxViewersPerComposition)] where !(0...100_000).contains(value) {
+            problems.append("ingest.whip.\(key): \(value) is outside 0...100000")
+        }
         if !(i.whip.consentTimeoutSeconds >= 5) { problems.append("ingest.whip.consentTimeoutSeconds: must be at least 5") }
         if let url = i.whip.publicURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
             problems.append("ingest.whip.publicURL: \(url) is not an http:// or https:// URL")
@@ -908,6 +924,13 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     /// The folder overlay image files are read from.
     public var overlayDirectory: String { overlays.directory ?? stateDirectory + "/overlays" }
+
+    /// A composition's WHEP playback URL: `<base>/whep/composition/<composition id>`; nil when
+    /// the WHIP transport (which carries WHEP too) is off.
+    public func whepEndpoint(compositionId: String) -> String? {
+        guard let whip = whipEndpoint(stageId: "x") else { return nil }
+        return String(whip.dropLast("/whip/x".count)) + "/whep/composition/\(compositionId)"
+    }
 
     /// `endpoints.whip` of a live stage: `<base>/whip/<stage id>`; nil when WHIP is off.
     public func whipEndpoint(stageId: String) -> String? {

@@ -39,10 +39,16 @@ public struct WebRTCIngestConfiguration: Sendable {
     /// Compose the smallest simulcast layer that covers every tile showing the publisher;
     /// when false, always the largest.
     public var simulcastLayerFitsTiles: Bool
+    /// WHEP viewers at once, and per client address (beyond, `startViewer` refuses).
+    public var maxViewers: Int
+    public var maxViewersPerAddress: Int
 
     public init(host: String = "127.0.0.1", port: Int = 0, advertisedHost: String? = nil, advertisedPort: Int? = nil,
                 session: WebRTCSessionConfiguration = WebRTCSessionConfiguration(), maxSessions: Int = 256,
-                maxSessionsPerAddress: Int = 32, acceptSimulcast: Bool = true, simulcastLayerFitsTiles: Bool = true) {
+                maxSessionsPerAddress: Int = 32, acceptSimulcast: Bool = true, simulcastLayerFitsTiles: Bool = true,
+                maxViewers: Int = 500, maxViewersPerAddress: Int = 64) {
+        self.maxViewers = maxViewers
+        self.maxViewersPerAddress = maxViewersPerAddress
         self.simulcastLayerFitsTiles = simulcastLayerFitsTiles
         self.maxSessionsPerAddress = maxSessionsPerAddress
         self.host = host
@@ -83,9 +89,9 @@ public protocol WebRTCIngestObserver: Sendable {
 }
 
 public final class WebRTCIngestServer: Service, Sendable {
-    private let configuration: WebRTCIngestConfiguration
-    private let certificate: DTLSCertificate
-    private let clock: any MediaClockReading
+    let configuration: WebRTCIngestConfiguration
+    let certificate: DTLSCertificate
+    let clock: any MediaClockReading
     private let group: any EventLoopGroup
     private let logger: Logger
     private let observer: (any WebRTCIngestObserver)?
@@ -96,6 +102,7 @@ public final class WebRTCIngestServer: Service, Sendable {
         var channel: (any Channel)?
         var localPort: Int?
         var table: SessionTable?
+        var viewers: ViewerTable?
         var failed = false
     }
 
@@ -119,6 +126,11 @@ public final class WebRTCIngestServer: Service, Sendable {
         (counts.open.load(ordering: .relaxed), counts.refused.load(ordering: .relaxed))
     }
     private let counts = SessionCounts()
+    let viewerCounts = SessionCounts()
+
+    func viewerTable() -> (any Channel, ViewerTable)? {
+        state.withLock { state in state.channel.flatMap { channel in state.viewers.map { (channel, $0) } } }
+    }
 
     public func waitUntilListening() async {
         await withCheckedContinuation { continuation in
@@ -134,16 +146,19 @@ public final class WebRTCIngestServer: Service, Sendable {
         let table = SessionTable(certificate: certificate, configuration: configuration.session, clock: clock,
                                  observer: observer, counts: counts, layerFitsTiles: configuration.simulcastLayerFitsTiles,
                                  logger: logger)
+        let viewers = ViewerTable(clock: clock, counts: viewerCounts, logger: logger)
         let channel: any Channel
         do {
             channel = try await DatagramBootstrap(group: group)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 // Bursts of a keyframe from several publishers: a few MiB of socket buffer.
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                // A keyframe to every WHEP viewer at once.
+                .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DatagramHandler(table: table))
+                        try channel.pipeline.syncOperations.addHandler(DatagramHandler(table: table, viewers: viewers))
                     }
                 }
                 .bind(host: configuration.host, port: configuration.port)
@@ -154,7 +169,9 @@ public final class WebRTCIngestServer: Service, Sendable {
         }
         let port = channel.localAddress?.port ?? configuration.port
         table.channel = channel
+        viewers.channel = channel
         state.withLock {
+            $0.viewers = viewers
             $0.channel = channel
             $0.localPort = port
             $0.table = table
@@ -165,10 +182,14 @@ public final class WebRTCIngestServer: Service, Sendable {
         let ticker = channel.eventLoop.scheduleRepeatedTask(initialDelay: .microseconds(SessionTable.tickInterval),
                                                             delay: .microseconds(SessionTable.tickInterval)) { _ in
             table.tick()
+            viewers.tick()
         }
         try? await gracefulShutdown()
         ticker.cancel()
-        try? await channel.eventLoop.submit { table.endAll(reason: "the server is shutting down") }.get()
+        try? await channel.eventLoop.submit {
+            table.endAll(reason: "the server is shutting down")
+            viewers.endAll(reason: "the server is shutting down")
+        }.get()
         try? await channel.close()
         state.withLock { $0.channel = nil }
     }
@@ -181,7 +202,7 @@ public final class WebRTCIngestServer: Service, Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func advertisedAddress(port: Int) -> TransportAddress? {
+    func advertisedAddress(port: Int) -> TransportAddress? {
         let host = configuration.advertisedHost ?? configuration.host
         guard let ip = IPAddress(host), ip.bytes.contains(where: { $0 != 0 }) else { return nil }
         return TransportAddress(ip: ip, port: UInt16(clamping: configuration.advertisedPort ?? port))
@@ -389,17 +410,15 @@ final class SessionTable: @unchecked Sendable {
 
     // MARK: Datagrams
 
-    func receive(_ bytes: [UInt8], from source: TransportAddress) {
+    /// A datagram for a publisher; false when it is none's.
+    func receive(_ bytes: [UInt8], from source: TransportAddress) -> Bool {
         let entry: Entry?
         if DatagramKind(classifying: bytes) == .stun {
             entry = Self.localUfrag(bytes).flatMap { byUfrag[$0] } ?? byAddress[source]
         } else {
             entry = byAddress[source]
         }
-        guard let entry else {
-            unroutable.add(1, ordering: .relaxed)
-            return
-        }
+        guard let entry else { return false }
         let now = clock.nowMicroseconds()
         let outputs = entry.session.receive(bytes, from: source, now: now)
         if let selected = entry.session.remoteAddress, selected != entry.address {
@@ -409,6 +428,7 @@ final class SessionTable: @unchecked Sendable {
         }
         carryOut(outputs, for: entry)
         entry.nextDeadline = entry.session.nextDeadline
+        return true
     }
 
     /// The first half of a Binding request's USERNAME ("ours:theirs"), without a full decode.
@@ -518,13 +538,20 @@ final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let table: SessionTable
+    private let viewers: ViewerTable
 
-    init(table: SessionTable) { self.table = table }
+    init(table: SessionTable, viewers: ViewerTable) {
+        self.table = table
+        self.viewers = viewers
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         guard let source = TransportAddress(envelope.remoteAddress) else { return }
-        table.receive(Array(envelope.data.readableBytesView), from: source)
+        let bytes = Array(envelope.data.readableBytesView)
+        if !table.receive(bytes, from: source), !viewers.receive(bytes, from: source) {
+            table.unroutable.add(1, ordering: .relaxed)
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

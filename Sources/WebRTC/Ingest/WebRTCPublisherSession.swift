@@ -36,13 +36,16 @@ public enum WebRTCSessionEnd: Sendable, Equatable, CustomStringConvertible {
     case dtlsFailed(String)
     /// The peer sent a DTLS close_notify.
     case closedByPeer
+    /// A viewer's media ended (its composition stopped).
+    case mediaEnded
 
     public var description: String {
         switch self {
         case .consentExpired: return "consent expired (no ICE check or media for the consent timeout)"
         case .connectTimeout: return "ICE/DTLS did not complete in time"
         case .dtlsFailed(let reason): return "DTLS failed: \(reason)"
-        case .closedByPeer: return "the publisher closed the connection"
+        case .closedByPeer: return "the peer closed the connection"
+        case .mediaEnded: return "the composition ended"
         }
     }
 }
@@ -315,11 +318,11 @@ public final class WebRTCPublisherSession {
     /// DTLS keeps time as ContinuousClock instants; sessions as µs from an arbitrary origin.
     private static let origin = ContinuousClock.now
 
-    static func instant(_ microseconds: Int64) -> ContinuousClock.Instant {
+    public static func instant(_ microseconds: Int64) -> ContinuousClock.Instant {
         origin.advanced(by: .microseconds(microseconds))
     }
 
-    static func microseconds(_ instant: ContinuousClock.Instant) -> Int64 {
+    public static func microseconds(_ instant: ContinuousClock.Instant) -> Int64 {
         let duration = origin.duration(to: instant)
         return duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
     }
