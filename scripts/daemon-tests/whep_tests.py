@@ -25,22 +25,16 @@ FLASH_VIDEO = ("color=c=0x0000FF:size=320x240:rate=30,"
 BEEP_AUDIO = "aevalsrc='0.3*sin(2*PI*880*t)+if(lt(mod(t\\,1)\\,0.06)\\,0.5*sin(2*PI*2000*t)\\,0)':s=48000"
 
 
-def viewers(url, token_text=None, duration=10, count=1, extra=(), timeout=None):
-    """Runs whep_aiortc.py to the end: (exit status, its JSON line)."""
-    command = [sys.executable, os.path.join(CLIENTS, "whep_aiortc.py"), "--url", url, "--duration", str(duration),
-               "--count", str(count), *extra]
-    if token_text:
-        command += ["--token", token_text]
-    process = subprocess.run(command, capture_output=True, text=True, timeout=timeout or duration + 60)
-    lines = [line for line in process.stdout.splitlines() if line.startswith("{")]
-    check(lines, f"whep_aiortc.py printed nothing (exit {process.returncode}): {process.stderr[-2000:]}")
-    return process.returncode, json.loads(lines[-1])
-
-
 def viewers_in_background(url, token_text, duration, count=1, extra=()):
+    """whep_aiortc.py, running: `finished` waits for its JSON line."""
     command = [sys.executable, os.path.join(CLIENTS, "whep_aiortc.py"), "--url", url, "--duration", str(duration),
                "--count", str(count), "--token", token_text, *extra]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def viewers(url, token_text, duration=10, count=1, extra=()):
+    """Runs whep_aiortc.py to the end: (exit status, its JSON line)."""
+    return finished(viewers_in_background(url, token_text, duration, count, extra), duration + 60)
 
 
 def finished(process, timeout):

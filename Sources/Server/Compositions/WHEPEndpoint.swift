@@ -139,16 +139,10 @@ struct WHEPEndpoint<Store: CompositionStore>: Sendable {
     // MARK: POST
 
     private func play(_ request: Request, compositionId: String, clientAddress: String) async -> Response {
-        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/sdp") else {
-            return WHIPResponses.plain(.unsupportedMediaType, "Content-Type must be application/sdp")
-        }
         let body: ByteBuffer
-        do {
-            body = try await HTTPLimits.collect(request, upTo: Self.maxOfferBytes)
-        } catch .tooSlow {
-            return WHIPResponses.plain(.requestTimeout, "the offer did not arrive within \(HTTPLimits.bodyDeadline)")
-        } catch {
-            return WHIPResponses.plain(.contentTooLarge, "an SDP offer is at most \(Self.maxOfferBytes) bytes")
+        switch await WHIPResponses.offer(of: request, upTo: Self.maxOfferBytes) {
+        case .refused(let response): return response
+        case .body(let offer): body = offer
         }
         let composition: Composition
         switch await self.composition(compositionId) {

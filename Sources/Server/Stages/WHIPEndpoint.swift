@@ -259,16 +259,10 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
                                        headers: [.retryAfter: "2"])
         }
         // 2. What does it send?
-        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/sdp") else {
-            return WHIPResponses.plain(.unsupportedMediaType, "Content-Type must be application/sdp")
-        }
         let body: ByteBuffer
-        do {
-            body = try await HTTPLimits.collect(request, upTo: Self.maxOfferBytes)
-        } catch .tooSlow {
-            return WHIPResponses.plain(.requestTimeout, "the offer did not arrive within \(HTTPLimits.bodyDeadline)")
-        } catch {
-            return WHIPResponses.plain(.contentTooLarge, "an SDP offer is at most \(Self.maxOfferBytes) bytes")
+        switch await WHIPResponses.offer(of: request, upTo: Self.maxOfferBytes) {
+        case .refused(let response): return response
+        case .body(let offer): body = offer
         }
         let prepared: PreparedWebRTCSession
         do {
@@ -324,6 +318,26 @@ struct WHIPEndpoint<Store: CompositionStore>: Sendable {
 }
 
 enum WHIPResponses {
+    enum Offer {
+        case body(ByteBuffer)
+        case refused(Response)
+    }
+
+    /// An SDP offer's body (WHIP's and WHEP's POST): `application/sdp`, at most `limit` bytes,
+    /// arriving within the body deadline; otherwise the answer that says which.
+    static func offer(of request: Request, upTo limit: Int) async -> Offer {
+        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/sdp") else {
+            return .refused(plain(.unsupportedMediaType, "Content-Type must be application/sdp"))
+        }
+        do {
+            return .body(try await HTTPLimits.collect(request, upTo: limit))
+        } catch .tooSlow {
+            return .refused(plain(.requestTimeout, "the offer did not arrive within \(HTTPLimits.bodyDeadline)"))
+        } catch {
+            return .refused(plain(.contentTooLarge, "an SDP offer is at most \(limit) bytes"))
+        }
+    }
+
     static func cors(allow: String) -> HTTPFields {
         [.accessControlAllowOrigin: "*",
          .accessControlAllowMethods: allow,
