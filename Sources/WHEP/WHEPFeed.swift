@@ -118,9 +118,9 @@ public final class WHEPFeed: PacketSink, @unchecked Sendable {
         guard !viewers.isEmpty else { return }
         bytes = packet.bytes
         do {
-            let frame = try videoPacketizer.packetize(bytes, format: videoFormat, pts: MediaTime(ticks: packet.pts, timeBase: videoTimeBase))
-            let now = clock()
             let pts = MediaTime(ticks: packet.pts, timeBase: videoTimeBase)
+            let frame = try videoPacketizer.packetize(bytes, format: videoFormat, pts: pts)
+            let now = clock()
             let epoch = epoch(at: pts, now: now)
             var waiting = false
             for viewer in viewers where viewer.enqueue(frame, now: now, epoch: epoch) != .queued { waiting = true }

@@ -8,7 +8,7 @@ import Synchronization
 
 public final class WHEPFeeds: Sendable {
     private let feeds = Mutex<[String: WHEPFeed]>([:])
-    private let transport = Mutex<(@Sendable () -> Void)?>(nil)
+    private let transport = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// µs, the clock the transport polls viewers on.
     public let clock: @Sendable () -> Int64
     /// Viewers per composition.
@@ -19,20 +19,20 @@ public final class WHEPFeeds: Sendable {
         self.clock = clock
     }
 
-    /// The transport to wake after each frame any feed hands its viewers.
-    public func connect(wake: @escaping @Sendable () -> Void) {
+    /// The transport to wake (with the composition's ID) after each frame a feed hands its viewers.
+    public func connect(wake: @escaping @Sendable (String) -> Void) {
         transport.withLock { $0 = wake }
     }
 
     /// A feed for a composition that is launching, registered until `unregister`.
     public func makeFeed(compositionId: String, director: CompositionDirector?) -> WHEPFeed {
         let feed = WHEPFeed(name: "WHEP viewers", director: director, maxViewers: maxViewersPerComposition, clock: clock,
-                            wake: { [weak self] in self?.wakeTransport() })
+                            wake: { [weak self] in self?.wakeTransport(compositionId) })
         feeds.withLock { $0[compositionId] = feed }
         return feed
     }
 
-    private func wakeTransport() { transport.withLock { $0 }?() }
+    private func wakeTransport(_ compositionId: String) { transport.withLock { $0 }?(compositionId) }
 
     /// Removes the feed if it is still `feed`, ending its viewers.
     public func unregister(compositionId: String, feed: WHEPFeed) {
@@ -44,5 +44,4 @@ public final class WHEPFeeds: Sendable {
 
     public func feed(compositionId: String) -> WHEPFeed? { feeds.withLock { $0[compositionId] } }
 
-    public var viewerCount: Int { feeds.withLock { Array($0.values) }.reduce(0) { $0 + $1.viewerCount } }
 }

@@ -49,19 +49,29 @@ final class ViewerCapture: PacketSink, @unchecked Sendable {
     }
 }
 
+/// A recorded stage of `count` publishers composed at 128x72 with a director, for viewers' tests.
+enum ViewerStage {
+    static func make(count: Int, seconds: Int, keyframeInterval: Int) throws
+        -> (stage: URL, source: RecordedStageSource, settings: CompositionSettings, director: CompositionDirector, logger: Logger) {
+        let stage = try DirectedStage.makeStage(count: count, seconds: seconds)
+        var logger = Logger(label: "viewer")
+        logger.logLevel = .critical
+        let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
+        let video = VideoEncoderSettings(width: 128, height: 72, frameRate: DirectedStage.frameRate, bitrate: 100_000,
+                                         keyframeInterval: keyframeInterval, preset: "ultrafast")
+        let director = CompositionDirector()
+        let settings = CompositionSettings(video: video, layout: DirectionTests.grid.makeEngine(), duration: .seconds(Int64(seconds)),
+                                           director: director)
+        return (stage, source, settings, director, logger)
+    }
+}
+
 @Suite struct ViewerFeedTests {
     @Test("keyframes asked for come at the next frame, a second apart at least; Opus flows while wanted")
     func keyframesAndOpus() async throws {
         try await onThreadChecking { expect in
-            let stage = try DirectedStage.makeStage(count: 1, seconds: 6)
+            let (stage, source, settings, director, logger) = try ViewerStage.make(count: 1, seconds: 6, keyframeInterval: 50)
             defer { try? FileManager.default.removeItem(at: stage) }
-            var logger = Logger(label: "viewer")
-            logger.logLevel = .critical
-            let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
-            let video = VideoEncoderSettings(width: 128, height: 72, frameRate: DirectedStage.frameRate, bitrate: 100_000,
-                                             keyframeInterval: 50, preset: "ultrafast")
-            let director = CompositionDirector()
-            let settings = CompositionSettings(video: video, layout: DirectionTests.grid.makeEngine(), duration: .seconds(6), director: director)
             // At 10 fps, regular keyframes at 0 and 50. Asked at 3: a second after 0 (10); at 25:
             // at once; at 27: a second after 25 (35); at 44: 45; at 49: the regular one at 50.
             let capture = ViewerCapture(director: director, opusTicks: 5..<25, keyframeTicks: [3, 25, 27, 44, 49])
@@ -127,15 +137,8 @@ final class ViewerDriver: PacketSink, @unchecked Sendable {
     @Test("a viewer joining mid-GOP gets RTP from a keyframe asked for then: whole, decodable pictures and 20 ms Opus")
     func viewerGetsDecodableRTP() async throws {
         try await onThreadChecking { expect in
-            let stage = try DirectedStage.makeStage(count: 2, seconds: 3)
+            let (stage, source, settings, director, logger) = try ViewerStage.make(count: 2, seconds: 3, keyframeInterval: 100)
             defer { try? FileManager.default.removeItem(at: stage) }
-            var logger = Logger(label: "whep")
-            logger.logLevel = .critical
-            let source = try RecordedStageSource(stage: try RecordedStage.load(from: stage.path), logger: logger)
-            let video = VideoEncoderSettings(width: 128, height: 72, frameRate: DirectedStage.frameRate, bitrate: 100_000,
-                                             keyframeInterval: 100, preset: "ultrafast")
-            let director = CompositionDirector()
-            let settings = CompositionSettings(video: video, layout: DirectionTests.grid.makeEngine(), duration: .seconds(3), director: director)
             let clock = ViewerDriver.Clock()
             let feed = WHEPFeed(name: "whep", director: director) { clock.now }
             let outlet = try WHEPViewerOutlet(streams: WHEPViewerStreams(

@@ -567,6 +567,28 @@ def test_fleet_any_node_answers(fleet):
         detail = fleet.call(c, "get_participant", stageArn=stage_arn, sessionId=session,
                             participantId=config["participantId"])["participant"]
         check(detail.get("protocol") == protocol, f"GetParticipant through {c.node_id}: {detail}")
+    # WHEP through C: 307 to the composition's node B (the token in ?access_token=); a viewer
+    # following it plays the composite there.
+    viewer = token(a, stage_arn, "viewer", capabilities=("SUBSCRIBE",))
+    composition_id = arn.rsplit("/", 1)[1]
+    status, headers, body = whip_post(f"{c.endpoint}/whep/composition/{composition_id}", viewer["token"], "v=0\r\n")
+    location = {k.lower(): v for k, v in headers.items()}.get("location", "")
+    target = urllib.parse.urlsplit(location)
+    check(status == 307 and urllib.parse.urlunsplit(target._replace(query="")) == f"{b.endpoint}/whep/composition/{composition_id}"
+          and urllib.parse.parse_qs(target.query).get("access_token") == [viewer["token"]],
+          f"a WHEP POST to {c.node_id}: 307 to {b.node_id} expected, got {status} {location} {body[:300]}")
+    played = subprocess.run([sys.executable, os.path.join(CLIENTS, "whep_aiortc.py"), "--url",
+                             f"{c.endpoint}/whep/composition/{composition_id}", "--token", viewer["token"], "--duration", "4"],
+                            capture_output=True, text=True, timeout=90)
+    lines = [line for line in played.stdout.splitlines() if line.startswith("{")]
+    check(lines, f"whep_aiortc.py: {played.stderr[-2000:]}")
+    watched = json.loads(lines[-1])["viewers"][0]
+    check(watched["status"] == 201 and watched["redirects"] == [f"{b.endpoint}/whep/composition/{composition_id}"]
+          and watched.get("frames", 0) >= 60 and all(watched["colours"][x] >= 0.5 for x in ("red", "green", "blue"))
+          and watched.get("delete_status") == 200, f"the WHEP viewer through {c.node_id}: {watched}")
+    figure(f"WHEP: POST to {c.node_id} answered 307 to {b.node_id}; the viewer followed it and played {watched['frames']} "
+           f"pictures with the three colours")
+
     _, table = fleet.nodes_table()
     figure(f"stage on {b.node_id}, reserved {table[b.node_id]['reserved']}/{table[b.node_id]['capacity']} m "
            f"(composition of 3 participants at {SIZE[0]}x{SIZE[1]}@30 and 3 publishers)")

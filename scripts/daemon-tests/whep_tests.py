@@ -9,6 +9,7 @@ test passed. Invoked from Tests/ServerTests/WHEPDaemonTests.swift under `swift t
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,7 +17,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_tests import api  # noqa: E402
 from daemon_tests import check, keeping_ingest, script_main, wait_state  # noqa: E402
-from live_tests import Publisher, create_ingest, create_stage, publish_url, setup_encoder_and_storage, wait_published  # noqa: E402
+from live_tests import (Publisher, check_timeline_and_seeking, create_ingest, create_stage, publish_url,  # noqa: E402
+                        recording_playlist, setup_encoder_and_storage, wait_published)
 from whip_clients import CLIENTS, free_udp_port, token, whip_post  # noqa: E402
 from whip_tests import metric, whip_daemon  # noqa: E402
 
@@ -119,12 +121,20 @@ def test_aiortc_plays_the_composite(d):
         d.cli("stop-composition", "--arn", arn)
         check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=40) == "STOPPED", "composition stopped")
         check("whepUrl" not in api(d, "GetComposition", {"arn": arn})["composition"], "no whepUrl once STOPPED")
+        final = d.cli("get-composition", "--arn", arn)["composition"]
         status, _, body = whip_post(url, subscriber["token"], offer)
         check(status == 404, f"a stopped composition: {status} {body}")
         check(d.stop() == 0, "exit status")
     finally:
         for publisher in publishers:
             publisher.kill()
+    # The recording made beside the viewer (whose join and PLIs asked the encoder for
+    # keyframes, and whose Opus tap ran on the mix) plays and seeks as a player needs.
+    playlist = recording_playlist(d, final)
+    with open(playlist) as f:
+        lengths = [float(x) for x in re.findall(r"#EXTINF:([0-9.]+)", f.read())]
+    check(lengths and max(lengths) <= 2.5, f"segment lengths (target 2 s): {lengths}")
+    check_timeline_and_seeking(playlist)
 
 
 def test_a_blackholed_viewer_is_dropped_and_the_others_play_on(d):

@@ -223,18 +223,30 @@ async def viewer(index, args, analyse):
     await pc.setLocalDescription(await pc.createOffer())
     loop = asyncio.get_running_loop()
     t_post = time.monotonic()
-    try:
-        status, headers, body = await loop.run_in_executor(None, lambda: http("POST", args.url, args.token, pc.localDescription.sdp))
-    except OSError as exc:
-        result.update(status=None, error=str(exc))
-        await pc.close()
-        return result, 4
+    url, token = args.url, args.token
+    result["redirects"] = []
+    while True:
+        try:
+            status, headers, body = await loop.run_in_executor(None, lambda: http("POST", url, token, pc.localDescription.sdp))
+        except OSError as exc:
+            result.update(status=None, error=str(exc))
+            await pc.close()
+            return result, 4
+        if status not in (307, 308) or not headers.get("location") or len(result["redirects"]) >= 3:
+            break
+        # As fetch() follows it: the same offer to the Location, without Authorization across origins
+        # (a fleet's redirect carries the token in ?access_token= then).
+        target = urllib.parse.urljoin(url, headers["location"])
+        if urllib.parse.urlsplit(target)[:2] != urllib.parse.urlsplit(url)[:2]:
+            token = None
+        result["redirects"].append(target.split("?")[0])
+        url = target
     result["status"] = status
     if status != 201:
         result["body"] = body[:500]
         await pc.close()
         return result, 2
-    location = urllib.parse.urljoin(args.url, headers.get("location", ""))
+    location = urllib.parse.urljoin(url, headers.get("location", ""))
     result["location"] = location
     if args.candidate_port:
         # Through a relay: the answer's candidate (and m= ports) point at it instead.

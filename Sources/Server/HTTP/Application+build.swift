@@ -271,7 +271,7 @@ func makeApplication<Store: CompositionStore>(
                                      wallClock: Date.init, logger: dependencies.logger))
     }
     let whep = whip.map { whip in
-        viewerFeeds.connect { [server = whip.server] in server.wakeViewers() }
+        viewerFeeds.connect { [server = whip.server] compositionId in server.wakeViewers(owner: compositionId) }
         return WHEPEndpoint(configuration: configuration, store: store, runtime: runtime, media: whip.server, feeds: viewerFeeds,
                             tokens: whip.endpoint.tokens, authenticator: authenticator, wallClock: Date.init, logger: dependencies.logger)
     }

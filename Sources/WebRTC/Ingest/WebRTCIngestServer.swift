@@ -318,7 +318,7 @@ final class SessionCounts: Sendable {
 final class SessionTable: @unchecked Sendable {
     /// Timestamp jumps a WHIP publisher may make before it is disconnected (as over RTMP).
     static let maxTimestampDiscontinuities = 10
-    final class Entry {
+    final class Entry: IndexedSession {
         let id: String
         let participantId: String
         /// The HTTP peer that POSTed the offer (the per-address cap counts these).
@@ -327,6 +327,7 @@ final class SessionTable: @unchecked Sendable {
         let publication: any IngestPublication
         var forwarder: WebRTCMediaForwarder
         var address: TransportAddress?
+        var ufrag: String { session.localCredentials.ufrag }
         var nextDeadline: Int64?
         var lastReport: (time: Int64, bytes: Int64)
         /// Bytes received per second over 5 s, held to the advertised maximum bitrate.
@@ -352,15 +353,13 @@ final class SessionTable: @unchecked Sendable {
     private let counts: SessionCounts
     let unroutable = Atomic<Int64>(0)
     private let logger: Logger
-    private var byID: [String: Entry] = [:]
+    private var index = SessionIndex<Entry>()
     /// When the last tick ended, and the worst lateness of a tick in the current second.
     private var lastTickEnd: Int64?
     private var lag: (windowStart: Int64, max: Int64) = (0, 0)
     static let tickInterval: Int64 = 10_000
     /// Simulcast: compose the smallest layer covering the publisher's tiles, not the largest.
     private let layerFitsTiles: Bool
-    private var byUfrag: [String: Entry] = [:]
-    private var byAddress: [TransportAddress: Entry] = [:]
 
     init(certificate: DTLSCertificate, configuration: WebRTCSessionConfiguration, clock: any MediaClockReading,
          observer: (any WebRTCIngestObserver)?, counts: SessionCounts, layerFitsTiles: Bool, logger: Logger) {
@@ -373,7 +372,7 @@ final class SessionTable: @unchecked Sendable {
         self.logger = logger
     }
 
-    var count: Int { byID.count }
+    var count: Int { index.count }
 
     /// The consumers' combined demand as the size a simulcast layer must cover; nil inside
     /// means the largest, and no answer (`.none`: nobody shows the picture) keeps the layer.
@@ -385,7 +384,7 @@ final class SessionTable: @unchecked Sendable {
         }
     }
 
-    func count(clientAddress: String) -> Int { byID.values.count { $0.clientAddress == clientAddress } }
+    func count(clientAddress: String) -> Int { index.count(clientAddress: clientAddress) }
 
     func add(_ prepared: PreparedWebRTCSession, publication: any IngestPublication, participantId: String, clientAddress: String) throws {
         let now = clock.nowMicroseconds()
@@ -399,44 +398,27 @@ final class SessionTable: @unchecked Sendable {
         let entry = Entry(id: prepared.id, participantId: participantId, clientAddress: clientAddress, session: session,
                           publication: publication, now: now)
         entry.nextDeadline = session.nextDeadline
-        byID[prepared.id] = entry
-        counts.open.store(byID.count, ordering: .relaxed)
-        byUfrag[prepared.localCredentials.ufrag] = entry
+        index.insert(entry)
+        counts.open.store(index.count, ordering: .relaxed)
     }
 
-    func statistics(id: String) -> WebRTCSessionStatistics? { byID[id]?.session.statistics }
+    func statistics(id: String) -> WebRTCSessionStatistics? { index[id]?.session.statistics }
 
-    func entry(id: String) -> Entry? { byID[id] }
+    func entry(id: String) -> Entry? { index[id] }
 
     // MARK: Datagrams
 
     /// A datagram for a publisher; false when it is none's.
     func receive(_ bytes: [UInt8], from source: TransportAddress) -> Bool {
-        let entry: Entry?
-        if DatagramKind(classifying: bytes) == .stun {
-            entry = Self.localUfrag(bytes).flatMap { byUfrag[$0] } ?? byAddress[source]
-        } else {
-            entry = byAddress[source]
-        }
-        guard let entry else { return false }
+        guard let entry = index.route(bytes, from: source) else { return false }
         let now = clock.nowMicroseconds()
         let outputs = entry.session.receive(bytes, from: source, now: now)
-        if let selected = entry.session.remoteAddress, selected != entry.address {
-            if let old = entry.address, byAddress[old] === entry { byAddress[old] = nil }
-            entry.address = selected
-            byAddress[selected] = entry
-        }
+        index.select(entry, address: entry.session.remoteAddress)
         carryOut(outputs, for: entry)
         entry.nextDeadline = entry.session.nextDeadline
         return true
     }
 
-    /// The first half of a Binding request's USERNAME ("ours:theirs"), without a full decode.
-    static func localUfrag(_ bytes: [UInt8]) -> String? {
-        guard let message = try? STUNMessage.decode(bytes), let username = message.username,
-              let colon = username.firstIndex(of: ":") else { return nil }
-        return String(username[..<colon])
-    }
 
     // MARK: Timers
 
@@ -448,7 +430,7 @@ final class SessionTable: @unchecked Sendable {
             observer?.loopLag(maxMicroseconds: lag.max)
             lag = (now, 0)
         }
-        for entry in Array(byID.values) {
+        for entry in index.entries {
             if entry.forwarder.publisher.takeKeyframeRequest() {
                 entry.session.requestKeyframe()
                 entry.nextDeadline = now
@@ -461,7 +443,7 @@ final class SessionTable: @unchecked Sendable {
                 carryOut(entry.session.poll(now: now), for: entry)
                 entry.nextDeadline = entry.session.nextDeadline
             }
-            if byID[entry.id] != nil, now - entry.lastReport.time >= 1_000_000 {
+            if index[entry.id] != nil, now - entry.lastReport.time >= 1_000_000 {
                 let statistics = entry.session.statistics
                 let bytes = statistics.receiver.bytesReceived
                 let received = max(0, bytes &- entry.lastReport.bytes)
@@ -508,20 +490,18 @@ final class SessionTable: @unchecked Sendable {
 
     @discardableResult
     func end(id: String, reason: String, if allowed: (Entry) -> Bool = { _ in true }) -> Bool {
-        guard let entry = byID[id], allowed(entry) else { return false }
+        guard let entry = index[id], allowed(entry) else { return false }
         remove(entry, reason: reason)
         return true
     }
 
     func endAll(reason: String) {
-        for entry in Array(byID.values) { remove(entry, reason: reason) }
+        for entry in index.entries { remove(entry, reason: reason) }
     }
 
     private func remove(_ entry: Entry, reason: String) {
-        guard byID.removeValue(forKey: entry.id) != nil else { return }
-        counts.open.store(byID.count, ordering: .relaxed)
-        byUfrag = byUfrag.filter { $0.value !== entry }
-        if let address = entry.address, byAddress[address] === entry { byAddress[address] = nil }
+        guard index.remove(entry) else { return }
+        counts.open.store(index.count, ordering: .relaxed)
         let statistics = entry.session.statistics
         logger.info("WHIP publisher left", metadata: [
             "participant.id": "\(entry.participantId)", "whip.session": "\(WebRTCIngestServer.redacted(entry.id))", "reason": "\(reason)",

@@ -108,15 +108,13 @@ extension WebRTCIngestServer {
         viewerCounts.refused.add(1, ordering: .relaxed)
     }
 
-    /// A composition handed its viewers a frame: send what is due now, without waiting for
-    /// the next tick. Cheap to call once per frame; calls while one is pending coalesce.
-    public func wakeViewers() {
+    /// `owner` handed its viewers a frame: its viewers send what is due now, without waiting
+    /// for the next tick. Cheap to call once per frame; calls while one is pending coalesce
+    /// into one task on the event loop.
+    public func wakeViewers(owner: String) {
         guard let (channel, table) = viewerTable() else { return }
-        guard table.wakePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        channel.eventLoop.execute {
-            table.wakePending.store(false, ordering: .releasing)
-            table.drain()
-        }
+        guard table.markPending(owner) else { return }
+        channel.eventLoop.execute { table.drain() }
     }
 
     /// Viewers running, and refused by the caps so far (for /metrics).
@@ -135,7 +133,7 @@ extension WebRTCIngestServer {
 
 /// Every viewer, and the indexes to find one. Touched only on the socket's event loop.
 final class ViewerTable: @unchecked Sendable {
-    final class Entry {
+    final class Entry: IndexedSession {
         let id: String
         let owner: String
         let clientAddress: String
@@ -143,6 +141,7 @@ final class ViewerTable: @unchecked Sendable {
         let events: WebRTCViewerEvents
         var address: TransportAddress?
         var nextDeadline: Int64?
+        var ufrag: String { session.localCredentials.ufrag }
 
         init(id: String, owner: String, clientAddress: String, session: WebRTCViewerSession, events: WebRTCViewerEvents) {
             self.id = id
@@ -154,13 +153,12 @@ final class ViewerTable: @unchecked Sendable {
     }
 
     var channel: (any Channel)?
-    let wakePending = Atomic<Bool>(false)
+    /// Owners whose viewers have frames waiting (any thread adds; `drain` takes them).
+    private let pending = Mutex<Set<String>>([])
     private let clock: any MediaClockReading
     private let counts: SessionCounts
     private let logger: Logger
-    private var byID: [String: Entry] = [:]
-    private var byUfrag: [String: Entry] = [:]
-    private var byAddress: [TransportAddress: Entry] = [:]
+    private var index = SessionIndex<Entry>()
     /// Reused for every session's outputs.
     private var outputs: [WebRTCViewerOutput] = []
 
@@ -170,36 +168,25 @@ final class ViewerTable: @unchecked Sendable {
         self.logger = logger
     }
 
-    var count: Int { byID.count }
+    var count: Int { index.count }
 
-    func count(clientAddress: String) -> Int { byID.values.count { $0.clientAddress == clientAddress } }
+    func count(clientAddress: String) -> Int { index.count(clientAddress: clientAddress) }
 
     func add(id: String, owner: String, session: WebRTCViewerSession, clientAddress: String, events: WebRTCViewerEvents) {
         let entry = Entry(id: id, owner: owner, clientAddress: clientAddress, session: session, events: events)
         entry.nextDeadline = session.nextDeadline(now: clock.nowMicroseconds())
-        byID[id] = entry
-        byUfrag[session.localCredentials.ufrag] = entry
-        counts.open.store(byID.count, ordering: .relaxed)
+        index.insert(entry)
+        counts.open.store(index.count, ordering: .relaxed)
     }
 
-    func statistics(id: String) -> WebRTCViewerStatistics? { byID[id]?.session.statistics }
+    func statistics(id: String) -> WebRTCViewerStatistics? { index[id]?.session.statistics }
 
     /// A datagram the publishers did not claim; false when no viewer does either.
     func receive(_ bytes: [UInt8], from source: TransportAddress) -> Bool {
-        let entry: Entry?
-        if DatagramKind(classifying: bytes) == .stun {
-            entry = SessionTable.localUfrag(bytes).flatMap { byUfrag[$0] } ?? byAddress[source]
-        } else {
-            entry = byAddress[source]
-        }
-        guard let entry else { return false }
+        guard let entry = index.route(bytes, from: source) else { return false }
         let now = clock.nowMicroseconds()
         entry.session.receive(bytes, from: source, now: now, into: &outputs)
-        if let selected = entry.session.remoteAddress, selected != entry.address {
-            if let old = entry.address, byAddress[old] === entry { byAddress[old] = nil }
-            entry.address = selected
-            byAddress[selected] = entry
-        }
+        index.select(entry, address: entry.session.remoteAddress)
         carryOut(for: entry, now: now)
         channel?.flush()
         return true
@@ -208,7 +195,7 @@ final class ViewerTable: @unchecked Sendable {
     /// Timers: every viewer whose deadline has come.
     func tick() {
         let now = clock.nowMicroseconds()
-        for entry in Array(byID.values) {
+        for entry in index.entries {
             guard let deadline = entry.nextDeadline, deadline <= now else { continue }
             entry.session.poll(now: now, into: &outputs)
             carryOut(for: entry, now: now)
@@ -216,10 +203,23 @@ final class ViewerTable: @unchecked Sendable {
         channel?.flush()
     }
 
-    /// Frames arrived: every connected viewer sends what is due.
+    /// Notes that `owner` has frames waiting; true when no drain was pending (schedule one).
+    func markPending(_ owner: String) -> Bool {
+        pending.withLock { owners in
+            let wasEmpty = owners.isEmpty
+            owners.insert(owner)
+            return wasEmpty
+        }
+    }
+
+    /// Frames arrived: the connected viewers of the owners that have them send what is due.
     func drain() {
+        let owners = pending.withLock { owners in
+            defer { owners.removeAll(keepingCapacity: true) }
+            return owners
+        }
         let now = clock.nowMicroseconds()
-        for entry in Array(byID.values) where entry.session.isConnected {
+        for entry in index.entries where entry.session.isConnected && owners.contains(entry.owner) {
             entry.session.poll(now: now, into: &outputs)
             carryOut(for: entry, now: now)
         }
@@ -253,20 +253,18 @@ final class ViewerTable: @unchecked Sendable {
 
     @discardableResult
     func end(id: String, owner: String, reason: String) -> Bool {
-        guard let entry = byID[id], entry.owner == owner else { return false }
+        guard let entry = index[id], entry.owner == owner else { return false }
         remove(entry, reason: reason)
         return true
     }
 
     func endAll(reason: String) {
-        for entry in Array(byID.values) { remove(entry, reason: reason) }
+        for entry in index.entries { remove(entry, reason: reason) }
     }
 
     private func remove(_ entry: Entry, reason: String) {
-        guard byID.removeValue(forKey: entry.id) != nil else { return }
-        counts.open.store(byID.count, ordering: .relaxed)
-        byUfrag[entry.session.localCredentials.ufrag] = nil
-        if let address = entry.address, byAddress[address] === entry { byAddress[address] = nil }
+        guard index.remove(entry) else { return }
+        counts.open.store(index.count, ordering: .relaxed)
         let statistics = entry.session.statistics
         logger.info("WHEP viewer left", metadata: [
             "whep.session": "\(WebRTCIngestServer.redacted(entry.id))", "reason": "\(reason)",

@@ -300,6 +300,7 @@ public struct RTPSendStream: Sendable {
         let roundTrip = Int32(bitPattern: arrival &- block.lastSenderReport &- block.delaySinceLastSenderReport)
         // Negative: clocks stepped or a forged echo. Over a minute: not a live viewer's.
         guard roundTrip >= 0, roundTrip <= 60 << 16 else { return }
+        // At most 60 << 16 (checked above): the product stays far below Int64's range.
         roundTripTime = (Int64(roundTrip) * 1_000_000) >> 16
     }
 
