@@ -8,8 +8,11 @@
             same for every k, so the slope is the per-publisher cost).
   latency   glass-to-glass: the page draws the wall-clock time into each frame (a barcode);
             the composite is read back from nginx-rtmp and decoded on arrival.
+  glass     glass-to-glass over WebRTC both ways: Chromium publishing the barcode page over
+            WHIP -> composite -> WHEP -> a second Chromium reading the barcode from each picture
+            its <video> presents (requestVideoFrameCallback's expected display time).
 
-Usage: benchmarks/whip_bench.py [--binary PATH] [--seconds S] [--max K] [--only cpu|latency]
+Usage: benchmarks/whip_bench.py [--binary PATH] [--seconds S] [--max K] [--only cpu|latency|glass]
 """
 import argparse
 import json
@@ -96,6 +99,7 @@ def compose_to_channel(d, stage):
     arn = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
         [{"channel": {"channelArn": CHANNEL, "encoderConfigurationArn": enc}}]))["composition"]["arn"]
     wait_state(d, arn, {"ACTIVE"})
+    return arn
 
 
 def measure(d, seconds):
@@ -225,6 +229,56 @@ def latency_once(binary, seconds, label, ingest, jitter_ms=0, warmup=35):
               f"{delivery['unneeded']:.0f} retransmissions of packets that had come")
 
 
+def glass(binary, seconds, warmup=35):
+    """Chromium -> WHIP -> composite (1280x720@30) -> WHEP -> Chromium, measured from `warmup` s
+    after the composition started (the publisher's measured jitter allowance settles)."""
+    workdir = tempfile.mkdtemp(prefix="whep-glass-")
+    nginx = NginxRTMP(workdir)
+    try:
+        d = start_daemon(workdir, binary, nginx.port)
+        browser = None
+        try:
+            stage = d.cli("create-stage", "--name", "glass")["stage"]
+            epoch = time.time()
+            browser = Browser(d, stage, "clock", epoch * 1000, seconds + warmup + 60, workdir)
+            published(d, stage["arn"], 1)
+            arn = compose_to_channel(d, stage)
+            viewer_token = d.cli("create-participant-token", "--stage-arn", stage["arn"], "--user-id", "viewer",
+                                 "--capabilities", "SUBSCRIBE")["participantToken"]["token"]
+            time.sleep(warmup)
+            allowances = []
+            sampler = threading.Thread(target=sample_allowance, args=(d, allowances, seconds + 10), daemon=True)
+            sampler.start()
+            viewer = subprocess.run(
+                [sys.executable, os.path.join(CLIENTS, "whep_chromium.py"), "--url",
+                 f"{d.endpoint}/whep/composition/{arn.rsplit('/', 1)[1]}", "--token", viewer_token,
+                 "--barcode-epoch-ms", str(epoch * 1000), "--duration", str(seconds)],
+                capture_output=True, text=True, timeout=seconds + 120)
+            lines = [line for line in viewer.stdout.splitlines() if line.startswith("{")]
+            played = json.loads(lines[-1]) if lines else {"ok": False, "error": viewer.stderr[-500:]}
+            rtmp = read_latencies(f"rtmp://127.0.0.1:{nginx.port}/live/composite0", 1280, 720, 2.0, epoch, seconds)
+        finally:
+            if browser:
+                browser.kill()
+            d.stop()
+    finally:
+        nginx.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    latencies = played.get("latencies") or []
+    if not latencies:
+        print(f"glass: the WHEP viewer read no barcode: {played}")
+        return
+    ordered = sorted(latencies)
+    allowance = f"{statistics.median(allowances) * 1000:.0f} ms" if allowances else "not reported"
+    print(f"glass: Chromium -> WHIP -> composite -> WHEP -> Chromium: median {statistics.median(ordered):.0f} ms, "
+          f"p95 {ordered[int(len(ordered) * 0.95)]:.0f} ms, min {ordered[0]:.0f} ms ({len(ordered)} pictures); "
+          f"the viewer's jitter buffer {played.get('jitter_buffer_ms') or 0:.0f} ms on average, first picture "
+          f"{played.get('first_frame_ms') or 0:.0f} ms after its POST; publisher's jitter allowance {allowance}")
+    if rtmp:
+        print(f"       the same composite through nginx-rtmp to an ffmpeg reader: median {statistics.median(rtmp):.0f} ms, "
+              f"p95 {sorted(rtmp)[int(len(rtmp) * 0.95)]:.0f} ms")
+
+
 def read_delivery(d):
     """What the daemon counted of the publisher's media reaching its composition late: frames
     shown after their tick, sound missing, and the allowance's steps up (each a held picture and
@@ -268,7 +322,7 @@ def main():
     parser.add_argument("--binary", default=os.path.join(REPO, ".build", "release", "stage-compositor"))
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--max", type=int, default=2)
-    parser.add_argument("--only", choices=["cpu", "latency"])
+    parser.add_argument("--only", choices=["cpu", "latency", "glass"])
     parser.add_argument("--jitter-ms", type=int, default=0, help="latency: through a relay adding 0..J ms to each datagram")
     parser.add_argument("--warmup", type=int, default=35,
                         help="latency: seconds from the composition's start to the measurement (the allowance settling)")
@@ -278,6 +332,8 @@ def main():
         return 1
     if args.only in (None, "latency"):
         latency(args.binary, args.seconds, args.jitter_ms, args.warmup)
+    if args.only in (None, "glass"):
+        glass(args.binary, args.seconds, args.warmup)
     if args.only in (None, "cpu"):
         cpu(args.binary, args.seconds, args.max)
     return 0

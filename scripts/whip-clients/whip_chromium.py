@@ -59,8 +59,8 @@ def make_handler(reports):
 
         def do_GET(self):
             path = urllib.parse.urlparse(self.path).path
-            if path in ("/", "/whip_page.html"):
-                with open(os.path.join(HERE, "whip_page.html"), "rb") as f:
+            if path in ("/", "/whip_page.html", "/whep_page.html"):
+                with open(os.path.join(HERE, "whep_page.html" if path == "/whep_page.html" else "whip_page.html"), "rb") as f:
                     return self._send(200, f.read(), "text/html; charset=utf-8")
             if path == "/favicon.ico":
                 return self._send(204)
