@@ -97,7 +97,7 @@ bench: release bench-deps
 ## was found into the committed corpora. `make test` replays the corpora and runs a short,
 ## seeded mutation run of each target.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= rtmp-parsers rtmp-session whip-media stun-sdp api-bodies
+FUZZ_TARGETS ?= rtmp-parsers rtmp-session whip-media whep-viewer stun-sdp api-bodies
 fuzz-build: deps
 	$(SWIFT) build -c release --product StageFuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING --scratch-path .build-fuzz
 

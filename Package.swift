@@ -282,7 +282,7 @@ let package = Package(
         .testTarget(name: "FFmpegTests", dependencies: ["FFmpeg", "MediaCore", "TestSupport"]),
         .testTarget(name: "OverlayDrawingTests", dependencies: ["OverlayDrawing", "MediaCore"]),
         .testTarget(name: "PipelineTests", dependencies: ["TestSupport", "Pipeline", "Layout", "MediaCore"]),
-        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "TestSupport", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "APIModels", "WebRTCSignal", "WebRTCMedia", "MediaCore", "TestSupport", .product(name: "Logging", package: "swift-log")],
                     exclude: ["Corpus"]),
         .testTarget(name: "ParticipantRecordingTests", dependencies: ["ParticipantRecording", "Destinations", "Storage", "FFmpeg", "HLS",
                                                                      "LiveStage", "MediaCore", "Pipeline", "Stages", "Layout", "TestSupport",

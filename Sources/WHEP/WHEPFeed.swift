@@ -8,7 +8,7 @@ public import FFmpeg
 public import MediaCore
 public import Pipeline
 import Synchronization
-import WebRTCMedia
+public import WebRTCMedia
 
 public final class WHEPFeed: PacketSink, @unchecked Sendable {
     public let name: String

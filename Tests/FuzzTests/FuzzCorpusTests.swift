@@ -22,9 +22,10 @@ struct FuzzCorpusTests {
         }
     }
 
-    @Test("the whip-media, stun-sdp and api-bodies seeds are what the generators make (FUZZ_REGENERATE_SEEDS=1 rewrites them)")
+    @Test("the whip-media, whep-viewer, stun-sdp and api-bodies seeds are what the generators make (FUZZ_REGENERATE_SEEDS=1 rewrites them)")
     func seedsAreCurrent() throws {
         var problems = try FuzzSeeds.staleSeeds(target: "whip-media", seeds: WHIPSeeds.generate())
+        problems += try FuzzSeeds.staleSeeds(target: "whep-viewer", seeds: WHEPViewerSeeds.generate())
         problems += try FuzzSeeds.staleSeeds(target: "stun-sdp", seeds: SignallingSeeds.generate())
         problems += try FuzzSeeds.staleSeeds(target: "api-bodies", seeds: APISeeds.generate())
         #expect(problems.isEmpty, "\(problems)")
@@ -46,6 +47,12 @@ struct FuzzCorpusTests {
         (.whipMedia, "seed-ssrc-flood", 1, 0),
         (.whipMedia, "seed-chrome-offer", 1, 40),
         (.whipMedia, "seed-simulcast", 1, 0),
+        (.whepViewer, "seed-chromium-session", 1, 200),
+        (.whepViewer, "seed-aiortc-session", 1, 150),
+        (.whepViewer, "seed-nack-flood", 1, 50),
+        (.whepViewer, "seed-fir-repeats", 1, 50),
+        // Silent after its first second: held back, then dropped to keyframes.
+        (.whepViewer, "seed-silent-viewer", 1, 50),
         (.stunSDP, "seed-sdp-", 1, 0),
         (.stunSDP, "seed-sdp-whep-", 1, 0),
         (.stunSDP, "seed-stun-checks", 1, 0),

@@ -1,6 +1,6 @@
 // Whole-session fuzz targets: each takes one input (bytes from libFuzzer, or a corpus file
 // replayed by `make test`) and drives a real piece of the daemon with it — an RTMP publisher
-// connection into a live stage, a WHIP publisher's media, STUN and SDP, the control API's
+// connection into a live stage, a WHIP publisher's media, a WHEP viewer's RTCP, STUN and SDP, the control API's
 // request bodies. A trap, or state beyond its configured bound, is a finding: the targets
 // check the bounds themselves (`FuzzBound`), and libFuzzer's -malloc_limit_mb and
 // -rss_limit_mb catch what they cannot see.
@@ -14,6 +14,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// An offer, then decrypted RTP/RTCP datagrams through PublisherMediaReceiver (sender
     /// clocks, depacketizers, NACK, simulcast) and the forwarder into a LivePublisher.
     case whipMedia = "whip-media"
+    /// A WHEP viewer's offer, then composition frames out and its hostile RTCP in, through
+    /// the outlet its session drains (pacer, NACK answers, reports, keyframe requests).
+    case whepViewer = "whep-viewer"
     /// STUN datagrams into the ICE-lite agent, and SDP offers into the negotiator.
     case stunSDP = "stun-sdp"
     /// Each operation's JSON body through decoding and validation, and a composition's
@@ -27,6 +30,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .rtmpParsers: RTMPParsersTarget.run(input)
         case .rtmpSession: RTMPSessionTarget.run(input)
         case .whipMedia: WHIPMediaTarget.run(input)
+        case .whepViewer: WHEPViewerTarget.run(input)
         case .stunSDP: SignallingTarget.run(input)
         case .apiBodies: APIBodiesTarget.run(input)
         }

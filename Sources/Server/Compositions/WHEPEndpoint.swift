@@ -183,7 +183,7 @@ struct WHEPEndpoint<Store: CompositionStore>: Sendable {
         }
         let outlet: WHEPViewerOutlet
         do {
-            outlet = try WHEPViewerOutlet(streams: Self.streams(prepared.negotiation))
+            outlet = try WHEPViewerOutlet(streams: WHEPViewerStreams(prepared.negotiation))
         } catch {
             return WHIPResponses.plain(.badRequest, "the offer's header extensions cannot be sent: \(error)")
         }
@@ -221,21 +221,6 @@ struct WHEPEndpoint<Store: CompositionStore>: Sendable {
         headers[.location] = "/whep/composition/\(compositionId)/\(prepared.id)"
         headers[.eTag] = "\"\(prepared.id)\""
         return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(string: prepared.answer)))
-    }
-
-    /// The send side of a negotiated viewer: SSRCs, payload types, RTX, abs-send-time and mid.
-    static func streams(_ negotiation: WHEPNegotiation) -> WHEPViewerStreams {
-        func configuration(_ track: WHEPSendTrack) -> RTPSendStreamConfiguration {
-            let mid = track.midExtensionID.flatMap { id in track.mid.map { RTPHeaderExtensionElement(id: id, data: Array($0.utf8)) } }
-            return RTPSendStreamConfiguration(ssrc: track.ssrc, payloadType: track.payloadType, clockRate: track.clockRate,
-                                              rtx: track.rtx.map { RTXSendConfiguration(ssrc: $0.ssrc, payloadType: $0.payloadType) },
-                                              absSendTimeID: track.absSendTimeID, fixedExtensions: mid.map { [$0] } ?? [])
-        }
-        let video = configuration(negotiation.video)
-        // Without an audio section the audio stream is never written; it only needs a distinct SSRC.
-        let audio = negotiation.audio.map(configuration)
-            ?? RTPSendStreamConfiguration(ssrc: negotiation.video.ssrc &+ 1, payloadType: 111, clockRate: 48_000)
-        return WHEPViewerStreams(video: video, audio: audio, cname: negotiation.cname, sendsAudio: negotiation.audio != nil)
     }
 
     // MARK: DELETE

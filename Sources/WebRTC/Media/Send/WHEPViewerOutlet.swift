@@ -5,7 +5,6 @@
 
 import MediaCore
 import Synchronization
-public import WebRTCMedia
 
 /// The streams a viewer negotiated (its SDP answer): SSRCs, payload types, RTX, its CNAME.
 public struct WHEPViewerStreams: Sendable, Equatable {
@@ -49,8 +48,15 @@ public final class WHEPViewerOutlet: ViewerMediaSource {
     private let state: Mutex<State>
     public let streams: WHEPViewerStreams
 
-    public init(streams: WHEPViewerStreams, pacer: ViewerPacerConfiguration = ViewerPacerConfiguration()) throws(RTPError) {
+    public convenience init(streams: WHEPViewerStreams, pacer: ViewerPacerConfiguration = ViewerPacerConfiguration()) throws(RTPError) {
         var random = SystemRandomNumberGenerator()
+        try self.init(streams: streams, pacer: pacer, using: &random)
+    }
+
+    /// `random` draws the streams' first sequence numbers and timestamp offsets (a fuzz target
+    /// replays them from a seed).
+    public init(streams: WHEPViewerStreams, pacer: ViewerPacerConfiguration = ViewerPacerConfiguration(),
+                using random: inout some RandomNumberGenerator) throws(RTPError) {
         let video = try RTPSendStream(configuration: streams.video, using: &random)
         let audio = try RTPSendStream(configuration: streams.audio, using: &random)
         let reports = SenderReportConfiguration(cname: streams.cname)
@@ -62,6 +68,8 @@ public final class WHEPViewerOutlet: ViewerMediaSource {
     }
 
     public var counters: WHEPViewerCounters { state.withLock { $0.counters } }
+    /// Video packets waiting in the pacer (bounded by its configuration).
+    public var queuedVideoPackets: Int { state.withLock { $0.pacer.queuedVideoPackets } }
     public var isEnded: Bool { state.withLock { $0.ended } }
 
     /// A frame of the composition (the composition thread). Whether the viewer takes it,
