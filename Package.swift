@@ -320,7 +320,7 @@ let package = Package(
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Lifecycle", "PostgresStore", "APIModels", "TestSupport",
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ServerTests", dependencies: ["Auth", "Events", "Fleet", "Server", "Composition", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg", "ParticipantTokens",
+        .testTarget(name: "ServerTests", dependencies: ["Auth", "Events", "Fleet", "Server", "WHEP", "Composition", "Persistence", "PostgresStore", "APIModels", "LiveStage", "Stages", "IngestServer", "Pipeline", "FFmpeg", "ParticipantTokens",
                                                         .product(name: "PostgresNIO", package: "postgres-nio"), "Lifecycle", "MediaCore", "EventSinks", "Layout", "Destinations", "HLS", "Storage",
                                                         "TestSupport",
                                                         .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -120,6 +120,11 @@ public final class WebRTCViewerSession {
     /// Timers (ICE consent, DTLS retransmissions, the connect timeout) and the media due now.
     public func poll(now: Int64, into out: inout [WebRTCViewerOutput]) {
         guard !ended else { return }
+        // The composition ended (or the viewer said BYE): over, connected or not.
+        if source.isEnded {
+            end(.mediaEnded, into: &out)
+            return
+        }
         iceActions(ice.poll(now: now), now: now, into: &out)
         if ended { return }
         if !isConnected, now - createdAt >= configuration.connectTimeout {
@@ -131,10 +136,6 @@ public final class WebRTCViewerSession {
             dtlsProgress(into: &out)
         }
         guard isConnected, !ended else { return }
-        if source.isEnded {
-            end(.mediaEnded, into: &out)
-            return
-        }
         source.due(now: now, limit: 512, into: &pending)
         flush(into: &out)
     }

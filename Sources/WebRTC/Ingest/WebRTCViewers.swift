@@ -212,14 +212,15 @@ final class ViewerTable: @unchecked Sendable {
         }
     }
 
-    /// Frames arrived: the connected viewers of the owners that have them send what is due.
+    /// Frames arrived (or the feed closed): the viewers of the owners that have them send what
+    /// is due (a session still connecting only checks whether its source ended).
     func drain() {
         let owners = pending.withLock { owners in
             defer { owners.removeAll(keepingCapacity: true) }
             return owners
         }
         let now = clock.nowMicroseconds()
-        for entry in index.entries where entry.session.isConnected && owners.contains(entry.owner) {
+        for entry in index.entries where owners.contains(entry.owner) {
             entry.session.poll(now: now, into: &outputs)
             carryOut(for: entry, now: now)
         }
