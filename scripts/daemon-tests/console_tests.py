@@ -339,7 +339,7 @@ def test_console_directs_a_live_stage(d):
         page = Page(browser)
         started = time.monotonic()
         page.open(f"{d.endpoint}/console")
-        page.wait("the stage listed, selected and live", f"""[...document.querySelectorAll('#stage-list button')].some(b =>
+        page.wait("the stage listed, selected and live", """[...document.querySelectorAll('#stage-list button')].some(b =>
             b.getAttribute('aria-pressed') === 'true' && b.textContent.includes('console-show') && b.textContent.includes('live session'))""")
         for user, participant in ids.items():
             page.wait(f"{user} in the participants table", f"""(() => {{ const r = document.querySelector({js(row('#participant-rows', participant))});

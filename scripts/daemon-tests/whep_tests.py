@@ -67,6 +67,15 @@ def three_publishers(d):
     return stage, composition["arn"], publishers
 
 
+def watched(d):
+    """The daemon started, three_publishers' composition, its WHEP URL (GetComposition's
+    extension field) and a SUBSCRIBE token of its stage."""
+    d.start()
+    stage, arn, publishers = three_publishers(d)
+    url = api(d, "GetComposition", {"arn": arn})["composition"]["whepUrl"]
+    return stage, arn, publishers, url, token(d, stage["arn"], "viewer", capabilities=("SUBSCRIBE",))["token"]
+
+
 def test_aiortc_plays_the_composite(d):
     """aiortc plays a composition of three RTMP publishers over WHEP with a SUBSCRIBE token:
     each colour in the video, each tone in the audio, lip sync from the sender reports within
@@ -75,13 +84,9 @@ def test_aiortc_plays_the_composite(d):
     run with it off, so unsigned is the console's case and is let through) are checked."""
     publishers = []
     try:
-        d.start()
-        stage, arn, publishers = three_publishers(d)
         # whepUrl is an extension field: the AWS CLI drops it, an SDK call's JSON has it.
-        composition = api(d, "GetComposition", {"arn": arn})["composition"]
-        url = composition.get("whepUrl", "")
-        check(url.endswith("/whep/composition/" + arn.rsplit("/", 1)[1]), f"GetComposition's whepUrl: {composition}")
-        subscriber = token(d, stage["arn"], "viewer", capabilities=("SUBSCRIBE",))
+        stage, arn, publishers, url, subscriber = watched(d)
+        check(url.endswith("/whep/composition/" + arn.rsplit("/", 1)[1]), f"GetComposition's whepUrl: {url}")
         publisher_only = token(d, stage["arn"], "publisher", capabilities=("PUBLISH",))
         other_stage = create_stage(d, name="other")
         other = token(d, other_stage["arn"], "elsewhere", capabilities=("SUBSCRIBE",))
@@ -91,10 +96,10 @@ def test_aiortc_plays_the_composite(d):
             check(status == wanted, f"{name}: {status} {body}")
         status, _, body = whip_post(url, "not.a.token", offer)
         check(status == 401, f"a malformed token: {status} {body}")
-        status, _, body = whip_post(url[:-3] + "nothere", subscriber["token"], offer)
+        status, _, body = whip_post(url[:-3] + "nothere", subscriber, offer)
         check(status == 404, f"an unknown composition: {status} {body}")
 
-        code, result = viewers(url, subscriber["token"], duration=12)
+        code, result = viewers(url, subscriber, duration=12)
         viewer = result["viewers"][0]
         print("WHEP viewer: " + json.dumps({k: v for k, v in viewer.items() if k != "location"}))
         check(code == 0 and viewer["status"] == 201, f"viewer: {viewer}")
@@ -113,7 +118,7 @@ def test_aiortc_plays_the_composite(d):
         check(abs(median) <= 12, f"median A/V offset {median} ms beyond 12 ms: {offsets}")
         check(viewer["delete_status"] == 200, f"DELETE: {viewer['delete_status']}")
         check(metric(d, "stage_compositor_connections_open", 'listener="whep"') == 0, "the viewer's session is gone after DELETE")
-        status, _, _ = whip_post(viewer["location"], subscriber["token"], "")
+        status, _, _ = whip_post(viewer["location"], subscriber, "")
         check(status == 405, f"POST on the session resource: {status}")
         check("WHEP viewer left" in d.log() and "the viewer ended the WHEP session (DELETE)" in d.log(), "DELETE logged")
         lagged = metric(d, "stage_compositor_composition_lagged_frames", arn.rsplit("/", 1)[1])
@@ -122,7 +127,7 @@ def test_aiortc_plays_the_composite(d):
         check(wait_state(d, arn, {"STOPPED", "FAILED"}, timeout=40) == "STOPPED", "composition stopped")
         check("whepUrl" not in api(d, "GetComposition", {"arn": arn})["composition"], "no whepUrl once STOPPED")
         final = d.cli("get-composition", "--arn", arn)["composition"]
-        status, _, body = whip_post(url, subscriber["token"], offer)
+        status, _, body = whip_post(url, subscriber, offer)
         check(status == 404, f"a stopped composition: {status} {body}")
         check(d.stop() == 0, "exit status")
     finally:
@@ -152,12 +157,9 @@ def test_a_blackholed_viewer_is_dropped_and_the_others_play_on(d):
     check('"listening"' in relay.stdout.readline(), "relay listening")
     publishers = []
     try:
-        d.start()
-        stage, arn, publishers = three_publishers(d)
-        url = api(d, "GetComposition", {"arn": arn})["composition"]["whepUrl"]
-        subscriber = token(d, stage["arn"], "viewer", capabilities=("SUBSCRIBE",))
-        healthy = viewers_in_background(url, subscriber["token"], 24, extra=["--no-decode"])
-        blackholed = viewers_in_background(url, subscriber["token"], 22, extra=["--no-decode", "--no-delete",
+        stage, arn, publishers, url, subscriber = watched(d)
+        healthy = viewers_in_background(url, subscriber, 24, extra=["--no-decode"])
+        blackholed = viewers_in_background(url, subscriber, 22, extra=["--no-decode", "--no-delete",
                                                                                 "--candidate-port", str(relay_port)])
         code, result = finished(healthy, 90)
         other_code, other = finished(blackholed, 90)
@@ -204,29 +206,26 @@ def test_fifty_viewers_cost(d):
     seconds = float(os.environ.get("WHEP_SECONDS", "20"))
     publishers = []
     try:
-        d.start()
-        stage, arn, publishers = three_publishers(d)
-        url = api(d, "GetComposition", {"arn": arn})["composition"]["whepUrl"]
-        subscriber = token(d, stage["arn"], "viewer", capabilities=("SUBSCRIBE",))
+        stage, arn, publishers, url, subscriber = watched(d)
         time.sleep(3)
         cpu0, rss0 = process_usage(d.process.pid)
         time.sleep(seconds)
         cpu1, rss1 = process_usage(d.process.pid)
         idle = (cpu1 - cpu0) / seconds
         lagged0 = metric(d, "stage_compositor_composition_lagged_frames", arn.rsplit("/", 1)[1])
-        crowd = viewers_in_background(url, subscriber["token"], seconds + 15, count=count, extra=["--no-decode", "--stagger", "0.1"])
+        crowd = viewers_in_background(url, subscriber, seconds + 15, count=count, extra=["--no-decode", "--stagger", "0.1"])
         time.sleep(count * 0.1 + 8)
         cpu2, rss2 = process_usage(d.process.pid)
         time.sleep(seconds)
         cpu3, rss3 = process_usage(d.process.pid)
-        watched = (cpu3 - cpu2) / seconds
+        with_viewers = (cpu3 - cpu2) / seconds
         open_viewers = metric(d, "stage_compositor_connections_open", 'listener="whep"')
         code, result = finished(crowd, 120)
         lagged = metric(d, "stage_compositor_composition_lagged_frames", arn.rsplit("/", 1)[1]) - lagged0
         played = [v for v in result["viewers"] if v["status"] == 201 and v.get("video_packets", 0) > 0]
         print(f"WHEP viewers: {count} viewers ({open_viewers:.0f} open while measured, {len(played)} played): daemon "
-              f"{idle * 100:.1f} % of a core without viewers, {watched * 100:.1f} % with them: "
-              f"{(watched - idle) * 100 / count:.2f} % of a core per viewer; RSS {rss1:.0f} → {rss3:.0f} MiB: "
+              f"{idle * 100:.1f} % of a core without viewers, {with_viewers * 100:.1f} % with them: "
+              f"{(with_viewers - idle) * 100 / count:.2f} % of a core per viewer; RSS {rss1:.0f} → {rss3:.0f} MiB: "
               f"{(rss3 - rss1) / count:.2f} MiB per viewer; lagged frames while watched {lagged:.0f}")
         check(len(played) == count and open_viewers == count, f"viewers that played: {len(played)} of {count}")
         check(lagged == 0, f"the composition lagged {lagged:.0f} frames with {count} viewers")

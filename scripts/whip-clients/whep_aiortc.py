@@ -22,15 +22,17 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import re
 import signal
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from webrtc_http import http, post_offer  # noqa: E402
 
 LOG = logging.getLogger("whep_aiortc")
 BEEP_HZ = 2000.0
@@ -74,18 +76,6 @@ def capture_sender_reports():
         return await original(self, packet)
 
     receiver.RTCRtpReceiver._handle_rtcp_packet = handle
-
-
-def http(method, url, token, body=None, timeout=10.0):
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if body is not None:
-        headers["Content-Type"] = "application/sdp"
-    req = urllib.request.Request(url, data=body.encode() if body is not None else None, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as err:
-        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read().decode(errors="replace")
 
 
 def ntp_of(reports, rtp, rate):
@@ -223,24 +213,13 @@ async def viewer(index, args, analyse):
     await pc.setLocalDescription(await pc.createOffer())
     loop = asyncio.get_running_loop()
     t_post = time.monotonic()
-    url, token = args.url, args.token
-    result["redirects"] = []
-    while True:
-        try:
-            status, headers, body = await loop.run_in_executor(None, lambda: http("POST", url, token, pc.localDescription.sdp))
-        except OSError as exc:
-            result.update(status=None, error=str(exc))
-            await pc.close()
-            return result, 4
-        if status not in (307, 308) or not headers.get("location") or len(result["redirects"]) >= 3:
-            break
-        # As fetch() follows it: the same offer to the Location, without Authorization across origins
-        # (a fleet's redirect carries the token in ?access_token= then).
-        target = urllib.parse.urljoin(url, headers["location"])
-        if urllib.parse.urlsplit(target)[:2] != urllib.parse.urlsplit(url)[:2]:
-            token = None
-        result["redirects"].append(target.split("?")[0])
-        url = target
+    try:
+        status, headers, body, url, _, result["redirects"] = await loop.run_in_executor(
+            None, lambda: post_offer(args.url, args.token, pc.localDescription.sdp))
+    except OSError as exc:
+        result.update(status=None, error=str(exc))
+        await pc.close()
+        return result, 4
     result["status"] = status
     if status != 201:
         result["body"] = body[:500]

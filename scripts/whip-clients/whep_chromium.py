@@ -21,7 +21,7 @@ import urllib.parse
 from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from whip_chromium import find_chromium, make_handler  # noqa: E402
+from whip_chromium import chromium_command, find_chromium, make_handler  # noqa: E402
 
 
 def main():
@@ -44,12 +44,8 @@ def main():
         {"url": args.url, "token": args.token, "barcode": args.barcode_epoch_ms, "duration": args.duration,
          "warmup": args.warmup})
     profile = tempfile.mkdtemp(prefix="whep-chromium-")
-    proc = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--allow-loopback-in-peer-connection",
-                             "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
-                             f"--user-data-dir={profile}", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                             "--mute-audio", "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-                             "--remote-debugging-port=0", page],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(chromium_command(chromium, profile, page), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     final = None
     deadline = time.monotonic() + args.warmup + args.duration + 60
     try:

@@ -33,11 +33,12 @@ import os
 import signal
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from webrtc_http import http, post_offer  # noqa: E402
 
 LOG = logging.getLogger("whip_aiortc")
 
@@ -174,21 +175,6 @@ def make_tracks(args, clock, counters):
     return video, audio
 
 
-def http(method, url, token, body=None, content_type="application/sdp", timeout=10.0):
-    """(status, headers, body text). HTTP errors are returned, transport errors raise OSError."""
-    headers = {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    if body is not None:
-        headers["Content-Type"] = content_type
-    req = urllib.request.Request(url, data=body.encode() if body is not None else None, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, dict(resp.headers), resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as err:
-        return err.code, dict(err.headers), err.read().decode(errors="replace")
-
-
 def corrupt_fingerprint(sdp):
     """Flip the first hex byte of every a=fingerprint (the DTLS certificate then mismatches)."""
     out = []
@@ -255,27 +241,15 @@ async def run(args):
 
     loop = asyncio.get_running_loop()
     t_post = time.monotonic()
-    url, token = args.url, args.token
-    result["redirects"] = []
-    while True:
-        try:
-            status, headers, body = await loop.run_in_executor(
-                None, lambda: http("POST", url, token, offer, timeout=args.http_timeout))
-        except OSError as exc:
-            result.update(status=None, error=f"POST {url} failed: {exc}")
-            await pc.close()
-            print(json.dumps(result), flush=True)
-            return 4
-        hdr = {k.lower(): v for k, v in headers.items()}
-        if status not in (307, 308) or not hdr.get("location") or args.no_follow_redirects \
-                or len(result["redirects"]) >= 3 or status == args.expect_status:
-            break
-        target = urllib.parse.urljoin(url, hdr["location"])
-        LOG.info("POST %s answered %s: following to %s", url, status, target.split("?")[0])
-        if urllib.parse.urlsplit(target)[:2] != urllib.parse.urlsplit(url)[:2]:
-            token = None  # fetch() drops Authorization on a cross-origin redirect
-        result["redirects"].append(target.split("?")[0])
-        url = target
+    try:
+        status, headers, body, url, token, result["redirects"] = await loop.run_in_executor(
+            None, lambda: post_offer(args.url, args.token, offer, follow=not args.no_follow_redirects,
+                                     stop_at=args.expect_status, timeout=args.http_timeout, log=LOG))
+    except OSError as exc:
+        result.update(status=None, error=f"POST {args.url} failed: {exc}")
+        await pc.close()
+        print(json.dumps(result), flush=True)
+        return 4
     result["status"] = status
     result["post_rtt_s"] = round(time.monotonic() - t_post, 3)
     if args.expect_status is not None and status == args.expect_status and status != 201:
@@ -289,13 +263,13 @@ async def run(args):
         await pc.close()
         print(json.dumps(result), flush=True)
         return 2
-    location = hdr.get("location")
+    location = headers.get("location")
     result["location"] = urllib.parse.urljoin(url, location) if location else None
     result["location_header"] = location
-    if hdr.get("etag"):
-        result["etag"] = hdr["etag"]
-    if hdr.get("link"):
-        result["link"] = hdr["link"]
+    if headers.get("etag"):
+        result["etag"] = headers["etag"]
+    if headers.get("link"):
+        result["link"] = headers["link"]
     if not location:
         LOG.error("201 without a Location header")
     await pc.setRemoteDescription(RTCSessionDescription(sdp=body, type="answer"))

@@ -94,6 +94,19 @@ def make_handler(reports):
     return Handler
 
 
+def chromium_command(chromium, profile, page, extra=()):
+    """Headless chromium for a WebRTC page on loopback: its host candidates are 127.0.0.1
+    (not mDNS names), media autoplays, timers and rendering run in the background."""
+    return [chromium, "--headless=new", "--no-sandbox",  # root: chromium refuses to start sandboxed
+            "--allow-loopback-in-peer-connection",  # else 127.0.0.1 host candidates are never gathered
+            "--autoplay-policy=no-user-gesture-required",
+            "--disable-features=WebRtcHideLocalIpsWithMdns",  # real IPs, never xxx.local candidates
+            "--remote-debugging-port=0", f"--user-data-dir={profile}",
+            "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+            "--disable-background-networking", "--disable-extensions", "--mute-audio",
+            "--disable-renderer-backgrounding", "--disable-background-timer-throttling", *extra, page]
+
+
 def find_chromium(explicit):
     for name in ([explicit] if explicit else []) + ["chromium", "chromium-browser", "google-chrome"]:
         path = shutil.which(name) if name else None
@@ -163,18 +176,11 @@ def main():
          **({"capture": args.capture_size} if args.capture_size else {}),
          **({"barcode": args.barcode_epoch_ms, "size": args.size} if args.barcode_epoch_ms is not None else {})})
     profile = tempfile.mkdtemp(prefix="whip-chromium-")
-    cmd = [chromium, "--headless=new", "--no-sandbox",  # root: chromium refuses to start sandboxed
-           "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-           *([f"--use-file-for-fake-video-capture={os.path.abspath(args.video)}",
-              f"--use-file-for-fake-audio-capture={os.path.abspath(args.audio)}"] if args.barcode_epoch_ms is None else []),
-           "--allow-loopback-in-peer-connection",  # else 127.0.0.1 host candidates are never gathered
-           "--autoplay-policy=no-user-gesture-required",
-           "--disable-features=WebRtcHideLocalIpsWithMdns",  # real IPs, never xxx.local candidates
-           "--remote-debugging-port=0", f"--user-data-dir={profile}",
-           "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
-           "--disable-background-networking", "--disable-extensions", "--mute-audio",
-           "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-           *args.extra_flag, page]
+    cmd = chromium_command(chromium, profile, page, [
+        "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+        *([f"--use-file-for-fake-video-capture={os.path.abspath(args.video)}",
+           f"--use-file-for-fake-audio-capture={os.path.abspath(args.audio)}"] if args.barcode_epoch_ms is None else []),
+        *args.extra_flag])
     LOG.info("page %s", page)
     LOG.debug("cmd %s", " ".join(cmd))
     log_path = os.path.join(profile, "chromium.log")

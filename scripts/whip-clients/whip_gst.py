@@ -26,10 +26,12 @@ import logging
 import signal
 import sys
 import threading
+import os
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from webrtc_http import http  # noqa: E402
 
 LOG = logging.getLogger("whip_gst")
 
@@ -43,18 +45,6 @@ except (ImportError, ValueError) as _exc:  # pragma: no cover
     GI_ERROR = _exc
 else:
     GI_ERROR = None
-
-
-def http(method, url, token, body=None, timeout=10.0):
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if body is not None:
-        headers["Content-Type"] = "application/sdp"
-    req = urllib.request.Request(url, data=body.encode() if body is not None else None, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as err:
-        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read().decode(errors="replace")
 
 
 class Publisher:
@@ -147,7 +137,7 @@ class Publisher:
         LOG.info("offer gathered in %.2f s; POST %s", time.monotonic() - self.t_start, self.args.url)
         self.t_post = time.monotonic()
         try:
-            status, headers, body = http("POST", self.args.url, self.args.token, sdp, self.args.http_timeout)
+            status, headers, body = http("POST", self.args.url, self.args.token, sdp, timeout=self.args.http_timeout)
         except OSError as exc:
             self.result["error"] = f"POST failed: {exc}"
             GLib.idle_add(self.finish, 4)
@@ -235,7 +225,7 @@ class Publisher:
 
     def _delete(self):
         try:
-            st, _, _ = http("DELETE", self.result["location"], self.args.token, None, self.args.http_timeout)
+            st, _, _ = http("DELETE", self.result["location"], self.args.token, timeout=self.args.http_timeout)
             self.result["delete_status"] = st
         except OSError as exc:
             self.result["delete_status"] = None

@@ -78,23 +78,16 @@ enum WHEPViewerTarget {
         return FuzzReach(accepted: 1, mediaPackets: Int(outlet.counters.packets))
     }
 
-    /// The outlet with its sequence numbers and timestamp offsets drawn from a fixed seed, so
-    /// that an input replays exactly (and a seed can NACK packets it knows were sent).
+    /// The outlet with fixed first sequence numbers and timestamp offsets, so that an input
+    /// replays exactly (and a seed can NACK packets it knows were sent).
     static func makeOutlet(_ negotiation: WHEPNegotiation) throws(RTPError) -> WHEPViewerOutlet {
-        var random = FixedRandom(state: 0x5745_4850)
+        var random = Constant()
         return try WHEPViewerOutlet(streams: WHEPViewerStreams(negotiation), using: &random)
     }
 
-    /// SplitMix64 from a fixed state.
-    struct FixedRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+    /// Always the same draw: sequence numbers start near the 16-bit wrap, so inputs cross it.
+    struct Constant: RandomNumberGenerator {
+        mutating func next() -> UInt64 { 0xFFF0_FFF0_FFF0_FFF0 }
     }
 
     private static func check(_ datagrams: [WHEPDatagram]) {

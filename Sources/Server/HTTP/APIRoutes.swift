@@ -97,28 +97,9 @@ public struct APIRoutes: Sendable {
         router.get("/metrics") { request, _ in metricsResponse(request) }
         // The operator console: public static files, outside the API's middleware (no SigV4).
         ConsoleRoutes.add(to: router)
-        let whip = self.whip
-        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options] {
-            for path in ["/whip", "/whip/**"] {
-                router.on(RouterPath(path), method: method) { request, context in
-                    guard let whip else {
-                        return WHIPResponses.plain(.notFound, "WHIP publishing is disabled on this server (ingest.whip.enabled)")
-                    }
-                    return await whip(request, context.remoteAddress?.ipAddress ?? "?")
-                }
-            }
-        }
-        let whep = self.whep
-        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options] {
-            for path in ["/whep", "/whep/**"] {
-                router.on(RouterPath(path), method: method) { request, context in
-                    guard let whep else {
-                        return WHIPResponses.plain(.notFound, "WHEP playback is disabled on this server (it rides on ingest.whip.enabled)")
-                    }
-                    return await whep(request, context.remoteAddress?.ipAddress ?? "?")
-                }
-            }
-        }
+        // WHIP and WHEP: their own HTTP rules (bearer tokens, SDP bodies), outside the API's middleware.
+        Self.mount("whip", on: router, whip, disabled: "WHIP publishing is disabled on this server (ingest.whip.enabled)")
+        Self.mount("whep", on: router, whep, disabled: "WHEP playback is disabled on this server (it rides on ingest.whip.enabled)")
         let api = router.group()
             .add(middleware: APIMetricsMiddleware(metrics: metrics, logger: logger))
             .add(middleware: APIBodyLimitMiddleware(maxBodyBytes: maxBodyBytes))
@@ -132,6 +113,19 @@ public struct APIRoutes: Sendable {
             api.on("/tags/**", method: HTTPRequest.Method(operation.httpMethod.rawValue)!, responder: run)
         }
         return router
+    }
+
+    /// Every method under `/<prefix>` to `handler` (with the client's IP address), or 404 saying why.
+    private static func mount(_ prefix: String, on router: Router<ServerRequestContext>,
+                              _ handler: (@Sendable (Request, String) async -> Response)?, disabled: String) {
+        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options] {
+            for path in ["/\(prefix)", "/\(prefix)/**"] {
+                router.on(RouterPath(path), method: method) { request, context in
+                    guard let handler else { return WHIPResponses.plain(.notFound, disabled) }
+                    return await handler(request, context.remoteAddress?.ipAddress ?? "?")
+                }
+            }
+        }
     }
 
     /// `/metrics`: the Prometheus text, with what is counted only when read.
