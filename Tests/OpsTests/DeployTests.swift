@@ -103,7 +103,7 @@ struct ConfigExampleTests {
         "ingest.handshakeTimeoutSeconds", "ingest.idleTimeoutSeconds",
         "ingest.whip.enabled", "ingest.whip.host", "ingest.whip.port", "ingest.whip.advertisedHost",
         "ingest.whip.consentTimeoutSeconds", "ingest.whip.acceptSimulcast", "ingest.whip.simulcastLayerFitsTiles", "ingest.whip.maxSessions",
-        "ingest.whip.maxSessionsPerAddress",
+        "ingest.whip.maxSessionsPerAddress", "ingest.whip.maxViewers", "ingest.whip.maxViewersPerAddress", "ingest.whip.maxViewersPerComposition",
     ]
 
     /// Leaf paths of a JSON value; `auth.accessKeys` and `buckets` are maps, so leaves.

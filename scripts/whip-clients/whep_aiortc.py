@@ -4,7 +4,8 @@
 
 One viewer (the default) analyses what it plays, as a player would see it:
   - video: each decoded frame's share of each --palette colour (a 1/8 subsample), and its
-    share of near-white pixels (flashes);
+    share of near-white pixels (flashes: an onset counts only when the picture before it was
+    decoded too, as a dropped picture would make it seem late);
   - audio: the power of each --tones frequency against the spectrum's median (over the
     middle of the run), and onsets of a 2 kHz beep (5 ms windows);
   - lip sync from the sender reports, as a browser synchronizes: each flash's and each beep's
@@ -99,10 +100,14 @@ class Analysis:
         self.keyframe_waits = []
         self.flashes = []  # NTP seconds
         self.white_before = 0.0
+        self.last_pts = None
+        self.frame_step = None
+        self.onsets_unseen = 0
         self.audio = []
         self.audio_frames = 0
         self.beeps = []  # NTP seconds
-        self.beep_on = False
+        self.beep_on = None
+        self.audio_next_pts = None
         self.video_reports = None
         self.audio_reports = None
 
@@ -118,11 +123,20 @@ class Analysis:
             if near.mean() > 0.02:
                 self.colour_frames[name] += 1
         white = float((pixels.min(axis=1) > 200).mean())
+        # A flash begins in this picture only if the one before it was decoded too (a player
+        # under load drops pictures; the onset would then seem late by whole frames).
+        step = frame.pts - self.last_pts if self.last_pts is not None else None
+        if step and step > 0:
+            self.frame_step = min(self.frame_step or step, step)
+        contiguous = step is not None and 0 < step <= 1.5 * (self.frame_step or step)
         if white > 0.03 and self.white_before <= 0.01:
             ntp = ntp_of(reports, (origin + frame.pts) & 0xFFFFFFFF, 90000)
-            if ntp is not None:
+            if ntp is not None and contiguous:
                 self.flashes.append(ntp)
+            elif ntp is not None:
+                self.onsets_unseen += 1
         self.white_before = white
+        self.last_pts = frame.pts
 
     def sound(self, frame, reports, origin):
         self.audio_frames += 1
@@ -134,13 +148,18 @@ class Analysis:
             mono = mono / 32768.0
         if len(self.audio) < 48000 * 120 // 960:
             self.audio.append(mono)
+        # As for flashes: an onset only after sound that was heard (not at the first frame, nor
+        # after a gap, where the beep may have begun before).
+        if self.audio_next_pts is None or frame.pts != self.audio_next_pts:
+            self.beep_on = None
+        self.audio_next_pts = frame.pts + len(mono)
         window = 240
         for start in range(0, len(mono) - window + 1, window):
             chunk = mono[start:start + window]
             n = np.arange(window)
             level = abs(np.dot(chunk, np.exp(-2j * np.pi * BEEP_HZ * n / 48000))) / window
-            on = level > 0.05
-            if on and not self.beep_on:
+            on = bool(level > 0.05)
+            if on and self.beep_on is False:
                 ntp = ntp_of(reports, (origin + frame.pts + start) & 0xFFFFFFFF, 48000)
                 if ntp is not None:
                     self.beeps.append(ntp)
@@ -163,6 +182,7 @@ class Analysis:
             if near:
                 offsets.append(min(near, key=abs))
         result["flashes"] = len(self.flashes)
+        result["flashes_after_a_missing_picture"] = self.onsets_unseen
         result["beeps"] = len(self.beeps)
         result["av_offsets_ms"] = [round(o * 1000, 1) for o in offsets]
         if not offsets and self.flashes and self.beeps:
