@@ -282,6 +282,17 @@ const actions = {
         if (current[field] === undefined) delete fields[field];
         else fields[field] = current[field];
       }
+      // PiP shows someone in its window: it names an attribute for it ("pip" unless the layout
+      // had one) and, when no connected participant carries it, gives it to the first who is not
+      // featured (IVS's PiP with nobody flagged is the featured grid: the same picture).
+      if (kind === 'pip') {
+        fields.pipParticipantAttribute ??= 'pip';
+        const people = state.participants.get(rosterKey(composition.stageArn, 'CONNECTED'))?.list ?? [];
+        const flag = fields.pipParticipantAttribute, featured = featureAttribute(composition.layout);
+        const chosen = people.length > 1 && !people.some((p) => p.attributes?.[flag] === 'true')
+          ? people.find((p) => p.attributes?.[featured] !== 'true') : null;
+        if (chosen) await setAttributes(composition.stageArn, chosen, { ...(chosen.attributes ?? {}), [flag]: 'true' });
+      }
       const layout = { [kind]: fields };
       if (composition.layout?.transitionMs !== undefined) layout.transitionMs = composition.layout.transitionMs;
       const answer = await call('UpdateComposition', { arn, layout, transitionMs: 300 });
