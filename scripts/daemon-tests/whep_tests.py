@@ -67,11 +67,30 @@ def three_publishers(d):
     return stage, composition["arn"], publishers
 
 
-def watched(d):
+def camera_composition(d):
+    """WHEP_CAMERA=1: three publishers of moving, detailed pictures (testsrc2, 640x360) composed
+    to 1280x720@30 at 2.5 Mbit/s, as benchmarks measure: a keyframe is ~100 packets, a frame ~10."""
+    enc = d.cli("create-encoder-configuration", "--name", "hd", "--video",
+                "width=1280,height=720,framerate=30,bitrate=2500000")["encoderConfiguration"]["arn"]
+    sto = d.cli("create-storage-configuration", "--name", "local", "--s3", "bucketName=rec-bucket")["storageConfiguration"]["arn"]
+    stage = create_stage(d)
+    publishers = []
+    for name, tone in (("one", 440), ("two", 660), ("three", 880)):
+        ingest = create_ingest(d, stage["arn"], name, secure=False)
+        publishers.append(Publisher(publish_url(stage, ingest, False), None, tone, d.workdir, name,
+                                    video_filter=f"testsrc2=size=640x360:rate=30,hue=h={tone}", extra_output=["-b:v", "1200k"]))
+        wait_published(d, stage["arn"], ingest["participantId"])
+    composition = d.cli("start-composition", "--stage-arn", stage["arn"], "--destinations", json.dumps(
+        [{"s3": {"storageConfigurationArn": sto, "encoderConfigurationArns": [enc]}}]))["composition"]
+    check(wait_state(d, composition["arn"], {"ACTIVE", "FAILED"}) == "ACTIVE", "composition ACTIVE")
+    return stage, composition["arn"], publishers
+
+
+def watched(d, camera=False):
     """The daemon started, three_publishers' composition, its WHEP URL (GetComposition's
     extension field) and a SUBSCRIBE token of its stage."""
     d.start()
-    stage, arn, publishers = three_publishers(d)
+    stage, arn, publishers = camera_composition(d) if camera else three_publishers(d)
     url = api(d, "GetComposition", {"arn": arn})["composition"]["whepUrl"]
     return stage, arn, publishers, url, token(d, stage["arn"], "viewer", capabilities=("SUBSCRIBE",))["token"]
 
@@ -204,17 +223,23 @@ def test_fifty_viewers_cost(d):
     the composition must lag no frame."""
     count = int(os.environ.get("WHEP_VIEWERS", "50"))
     seconds = float(os.environ.get("WHEP_SECONDS", "20"))
+    camera = os.environ.get("WHEP_CAMERA") == "1"
     publishers = []
     try:
-        stage, arn, publishers, url, subscriber = watched(d)
+        stage, arn, publishers, url, subscriber = watched(d, camera=camera)
         time.sleep(3)
         cpu0, rss0 = process_usage(d.process.pid)
         time.sleep(seconds)
         cpu1, rss1 = process_usage(d.process.pid)
         idle = (cpu1 - cpu0) / seconds
         lagged0 = metric(d, "stage_compositor_composition_lagged_frames", arn.rsplit("/", 1)[1])
-        crowd = viewers_in_background(url, subscriber, seconds + 15, count=count, extra=["--no-decode", "--stagger", "0.1"])
-        time.sleep(count * 0.1 + 8)
+        crowd = viewers_in_background(url, subscriber, seconds + 90, count=count, extra=["--no-decode", "--stagger", "0.1"])
+        # Measured once every viewer is connected (50 aiortc peers in one Python process connect slowly).
+        deadline = time.time() + 90
+        while metric(d, "stage_compositor_connections_open", 'listener="whep"') < count and time.time() < deadline:
+            time.sleep(0.5)
+        joined = metric(d, "stage_compositor_connections_open", 'listener="whep"')
+        time.sleep(3)
         cpu2, rss2 = process_usage(d.process.pid)
         time.sleep(seconds)
         cpu3, rss3 = process_usage(d.process.pid)
@@ -223,11 +248,13 @@ def test_fifty_viewers_cost(d):
         code, result = finished(crowd, 120)
         lagged = metric(d, "stage_compositor_composition_lagged_frames", arn.rsplit("/", 1)[1]) - lagged0
         played = [v for v in result["viewers"] if v["status"] == 201 and v.get("video_packets", 0) > 0]
-        print(f"WHEP viewers: {count} viewers ({open_viewers:.0f} open while measured, {len(played)} played): daemon "
+        print(f"WHEP viewers ({'1280x720 camera-like' if camera else '320x240 flat colours'}): {count} viewers ({open_viewers:.0f} open while measured, {len(played)} played): daemon "
               f"{idle * 100:.1f} % of a core without viewers, {with_viewers * 100:.1f} % with them: "
               f"{(with_viewers - idle) * 100 / count:.2f} % of a core per viewer; RSS {rss1:.0f} → {rss3:.0f} MiB: "
               f"{(rss3 - rss1) / count:.2f} MiB per viewer; lagged frames while watched {lagged:.0f}")
-        check(len(played) == count and open_viewers == count, f"viewers that played: {len(played)} of {count}")
+        ended = [line.split("reason=")[1][:80] for line in d.log().splitlines() if "WHEP viewer ended" in line and "reason=" in line]
+        check(len(played) == count and joined == count and open_viewers == count,
+              f"viewers that played: {len(played)} of {count}, {open_viewers:.0f} open while measured; ended early: {ended[:5]}")
         check(lagged == 0, f"the composition lagged {lagged:.0f} frames with {count} viewers")
         check(d.stop() == 0, "exit status")
     finally:
